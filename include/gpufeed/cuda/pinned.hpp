@@ -1,0 +1,79 @@
+// gpufeed::cuda — page-locked ("pinned") host memory: a move-only buffer and a std::pmr resource.
+//
+// Pinned memory is what makes host-to-device copies both fast (51 GB/s for 16 MiB copies on the
+// H200 machine against 5-10 GB/s pageable) and truly asynchronous: cudaMemcpyAsync from pageable
+// memory is staged by the driver and does not overlap the caller. It is a scarce, expensive
+// resource (allocation takes milliseconds and locks physical pages), so gpufeed allocates it once
+// per loader and never grows it.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <memory_resource>
+#include <utility>
+
+#include "gpufeed/cuda/check.hpp"
+
+namespace gpufeed::cuda {
+
+class pinned_buffer {
+ public:
+  pinned_buffer() noexcept = default;
+  explicit pinned_buffer(std::size_t bytes) : bytes_(bytes) {
+    if (bytes) GPUFEED_CUDA_TRY(cudaMallocHost(&data_, bytes));
+  }
+  pinned_buffer(pinned_buffer&& o) noexcept
+      : data_(std::exchange(o.data_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  pinned_buffer& operator=(pinned_buffer&& o) noexcept {
+    std::swap(data_, o.data_);
+    std::swap(bytes_, o.bytes_);
+    return *this;
+  }
+  pinned_buffer(const pinned_buffer&) = delete;
+  pinned_buffer& operator=(const pinned_buffer&) = delete;
+  ~pinned_buffer() {
+    if (data_) GPUFEED_CUDA_LOG(cudaFreeHost(data_));
+  }
+
+  [[nodiscard]] std::byte* data() const noexcept { return static_cast<std::byte*>(data_); }
+  [[nodiscard]] std::size_t size() const noexcept { return bytes_; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+// std::pmr resource over cudaMallocHost/cudaFreeHost. cudaMallocHost documents no alignment
+// beyond 256 bytes (in practice it returns page-aligned memory): a request the returned pointer
+// does not meet throws config_error rather than silently misaligning. Two pinned_resource objects
+// are interchangeable (any may free the other's memory).
+class pinned_resource final : public std::pmr::memory_resource {
+ public:
+  static pinned_resource* instance() noexcept {
+    static pinned_resource r;
+    return &r;
+  }
+
+ private:
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+    void* p = nullptr;
+    GPUFEED_CUDA_TRY(cudaMallocHost(&p, bytes == 0 ? 1 : bytes));
+    if (reinterpret_cast<std::uintptr_t>(p) % alignment != 0) {
+      GPUFEED_CUDA_LOG(cudaFreeHost(p));
+      throw config_error("pinned_resource: cudaMallocHost memory is not aligned to " +
+                         std::to_string(alignment) + " bytes");
+    }
+    return p;
+  }
+  void do_deallocate(void* p, std::size_t, std::size_t) noexcept override {
+    GPUFEED_CUDA_LOG(cudaFreeHost(p));
+  }
+  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+    return dynamic_cast<const pinned_resource*>(&other) != nullptr;
+  }
+};
+
+}  // namespace gpufeed::cuda

@@ -1,0 +1,110 @@
+// gpufeed — typed errors.
+//
+// Every failure gpufeed reports is a gpufeed::error (derived from std::runtime_error) that carries
+// the context a user needs to act on it: which shard file, which record, which library call and
+// which status it returned, and where in gpufeed the check fired. The subclasses say *what kind*
+// of failure it was so callers can catch precisely:
+//
+//   io_error        the OS refused or cut short a read/write/open (errno in status())
+//   format_error    the input is not what it claims: not HDF5/LMDB, missing dataset, bad dtype,
+//                   offsets that point past the data, a value that is not a Caffe Datum
+//   corrupt_error   the bytes fail an integrity check: fletcher32 mismatch, corrupt deflate stream
+//   unsupported_error  valid input that gpufeed cannot handle in the requested way
+//   library_error   a dependency (HDF5, LMDB, zlib) returned an error status
+//   cuda_error      a CUDA runtime call failed (status() is the cudaError_t value)
+//   cancelled_error an operation was abandoned because its owner stopped (shutdown, stop token)
+//   config_error    a caller passed an invalid setting (batch size 0, rank >= world, ...)
+//
+// This header is host-only: cuda_error is declared here so host code can catch it without
+// including CUDA headers; it is thrown from include/gpufeed/cuda/.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <source_location>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace gpufeed {
+
+// Where and why a failure happened. Every field is optional; what() prints the ones that are set.
+struct error_context {
+  std::string file;                    // shard path, directory or other file the failure concerns
+  std::optional<std::uint64_t> record; // global (or shard-local, see message) record index
+  std::string api;                     // the library call that failed, e.g. "H5Dopen2", "pread"
+  std::optional<long long> status;     // its status / errno / cudaError_t, when it returned one
+  std::string status_text;             // a readable name for status, e.g. "cudaErrorInvalidValue"
+  std::source_location where = std::source_location::current();
+};
+
+class error : public std::runtime_error {
+ public:
+  error(const std::string& message, error_context ctx)
+      : std::runtime_error(format(message, ctx)), message_(message), ctx_(std::move(ctx)) {}
+  explicit error(const std::string& message,
+                 std::source_location where = std::source_location::current())
+      : error(message, context_at(where)) {}
+
+  // The message without the appended context.
+  [[nodiscard]] const std::string& message() const noexcept { return message_; }
+  [[nodiscard]] const error_context& context() const noexcept { return ctx_; }
+  [[nodiscard]] const std::string& file() const noexcept { return ctx_.file; }
+  [[nodiscard]] std::optional<std::uint64_t> record() const noexcept { return ctx_.record; }
+  [[nodiscard]] const std::string& api() const noexcept { return ctx_.api; }
+  [[nodiscard]] std::optional<long long> status() const noexcept { return ctx_.status; }
+
+ private:
+  static error_context context_at(std::source_location where) {
+    error_context c;
+    c.where = where;
+    return c;
+  }
+  static std::string format(const std::string& message, const error_context& c) {
+    std::string s = "gpufeed: " + message;
+    std::string ctx;
+    auto add = [&ctx](const std::string& part) { ctx += (ctx.empty() ? "" : ", ") + part; };
+    if (!c.file.empty()) add("file '" + c.file + "'");
+    if (c.record) add("record " + std::to_string(*c.record));
+    if (!c.api.empty()) {
+      std::string call = c.api;
+      if (c.status) call += " returned " + std::to_string(*c.status);
+      if (!c.status_text.empty()) call += " (" + c.status_text + ")";
+      add(call);
+    } else if (c.status) {
+      add("status " + std::to_string(*c.status) +
+          (c.status_text.empty() ? "" : " (" + c.status_text + ")"));
+    }
+    if (!ctx.empty()) s += " [" + ctx + "]";
+    if (c.where.file_name() && *c.where.file_name())
+      s += " at " + std::string(c.where.file_name()) + ":" + std::to_string(c.where.line());
+    return s;
+  }
+
+  std::string message_;
+  error_context ctx_;
+};
+
+// Explicit constructors rather than `using error::error`: nvcc 13's front end crashes on an
+// inherited constructor whose default argument is std::source_location::current().
+#define GPUFEED_DEFINE_ERROR(name)                                                             \
+  class name : public error {                                                                  \
+   public:                                                                                     \
+    name(const std::string& message, error_context ctx) : error(message, std::move(ctx)) {}    \
+    explicit name(const std::string& message,                                                  \
+                  std::source_location where = std::source_location::current())                \
+        : error(message, where) {}                                                             \
+  }
+
+GPUFEED_DEFINE_ERROR(io_error);
+GPUFEED_DEFINE_ERROR(format_error);
+GPUFEED_DEFINE_ERROR(corrupt_error);
+GPUFEED_DEFINE_ERROR(unsupported_error);
+GPUFEED_DEFINE_ERROR(library_error);
+GPUFEED_DEFINE_ERROR(cuda_error);
+GPUFEED_DEFINE_ERROR(cancelled_error);
+GPUFEED_DEFINE_ERROR(config_error);
+
+#undef GPUFEED_DEFINE_ERROR
+
+}  // namespace gpufeed

@@ -1,0 +1,10 @@
+// gpufeed — umbrella header for the host core (no CUDA, HDF5 or LMDB includes).
+// Component headers are included on their own: gpufeed/hdf5_source.hpp, gpufeed/lmdb_source.hpp,
+// gpufeed/cuda/*.hpp.
+#pragma once
+
+#include "gpufeed/bounded_queue.hpp"
+#include "gpufeed/error.hpp"
+#include "gpufeed/memory.hpp"
+#include "gpufeed/source.hpp"
+#include "gpufeed/thread_pool.hpp"

@@ -1,0 +1,103 @@
+// gpufeed — the source concept: a fixed set of records the loader can read in any order.
+//
+// A source is an indexable record space [0, size()). Sizes are known before reading (the loader
+// packs a batch by computing every record's place first), and reads write straight into caller
+// memory — usually the record's final place in a pinned batch slot — so no intermediate copy is
+// needed.
+//
+// Contract of a type S modelling gpufeed::source:
+//   s.size()           -> std::uint64_t   number of records; constant for the source's lifetime
+//   s.record_size(i)   -> std::size_t     bytes read(i, ...) writes (decoded size); cheap, no I/O
+//   s.read(i, dst)                         writes exactly record_size(i) bytes to dst.data();
+//                                          thread-safe; dst.size() >= record_size(i) or it throws
+//                                          config_error; failures throw gpufeed::error subclasses
+//                                          naming the file and the record
+// Optional members, detected by the concepts below:
+//   s.fixed_record_size() -> std::size_t  the common size of every record, or 0 when they vary
+//   s.has_labels() -> bool, s.label(i) -> std::int64_t   per-record integer label (thread-safe)
+//   s.make_reader() -> R                  a per-thread reader with R::read(i, dst), for sources
+//                                          that keep state per thread (decompressed chunk cache,
+//                                          LMDB read transaction). A reader is used by one thread
+//                                          at a time; it may define idle(), called when its thread
+//                                          finishes a batch, to drop resources it holds meanwhile
+//                                          (e.g. mdb_txn_reset).
+#pragma once
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <utility>
+
+namespace gpufeed {
+
+template <class S>
+concept source = requires(const S& s, std::uint64_t i, std::span<std::byte> dst) {
+  { s.size() } -> std::convertible_to<std::uint64_t>;
+  { s.record_size(i) } -> std::convertible_to<std::size_t>;
+  s.read(i, dst);
+};
+
+template <class S>
+concept fixed_size_aware_source = source<S> && requires(const S& s) {
+  { s.fixed_record_size() } -> std::convertible_to<std::size_t>;
+};
+
+template <class S>
+concept labeled_source = source<S> && requires(const S& s, std::uint64_t i) {
+  { s.has_labels() } -> std::convertible_to<bool>;
+  { s.label(i) } -> std::convertible_to<std::int64_t>;
+};
+
+template <class S>
+concept reader_source = source<S> && requires(const S& s, std::uint64_t i,
+                                              std::span<std::byte> dst) {
+  s.make_reader();
+  s.make_reader().read(i, dst);
+};
+
+// The per-thread reader the loader's workers use: the source's own reader when it has one,
+// otherwise a thin view that forwards to the (thread-safe) source.
+template <source S>
+class plain_reader {
+ public:
+  explicit plain_reader(const S& s) noexcept : source_(&s) {}
+  void read(std::uint64_t i, std::span<std::byte> dst) { source_->read(i, dst); }
+  void idle() noexcept {}
+
+ private:
+  const S* source_;
+};
+
+template <source S>
+auto make_reader(const S& s) {
+  if constexpr (reader_source<S>)
+    return s.make_reader();
+  else
+    return plain_reader<S>(s);
+}
+
+// Calls r.idle() when the reader defines it.
+template <class R>
+void reader_idle(R& r) noexcept {
+  if constexpr (requires { r.idle(); }) r.idle();
+}
+
+// 0 when the source does not promise a fixed record size.
+template <source S>
+std::size_t fixed_record_size(const S& s) {
+  if constexpr (fixed_size_aware_source<S>)
+    return static_cast<std::size_t>(s.fixed_record_size());
+  else
+    return 0;
+}
+
+template <source S>
+bool has_labels(const S& s) {
+  if constexpr (labeled_source<S>)
+    return static_cast<bool>(s.has_labels());
+  else
+    return false;
+}
+
+}  // namespace gpufeed

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what gpufeed needs on Debian 12 / Ubuntu, only where missing. Run as root (or with
+# sudo available). The CUDA Toolkit 13.0 is not a Debian package: when /usr/local/cuda is present
+# it is used, otherwise gpufeed builds its host parts and says so.
+set -euo pipefail
+packages=(build-essential cmake pkg-config libhdf5-dev liblmdb-dev doctest-dev zlib1g-dev
+          libcli11-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "gpufeed setup: installing ${missing[*]}"
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,50 @@
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "gpufeed/error.hpp"
+
+using namespace gpufeed;
+
+TEST_CASE("error carries its context and prints it") {
+  const error_context ctx{.file = "/data/shard-0003.h5",
+                          .record = 1234,
+                          .api = "H5Dread",
+                          .status = -1,
+                          .status_text = "HDF5 error"};
+  const corrupt_error e("fletcher32 checksum mismatch", ctx);
+  CHECK(e.file() == "/data/shard-0003.h5");
+  CHECK(e.record() == 1234u);
+  CHECK(e.api() == "H5Dread");
+  CHECK(e.status() == -1);
+  CHECK(e.message() == "fletcher32 checksum mismatch");
+  const std::string what = e.what();
+  CHECK(what.find("gpufeed: fletcher32 checksum mismatch") == 0);
+  CHECK(what.find("file '/data/shard-0003.h5'") != std::string::npos);
+  CHECK(what.find("record 1234") != std::string::npos);
+  CHECK(what.find("H5Dread returned -1 (HDF5 error)") != std::string::npos);
+  CHECK(what.find("test_error.cpp") != std::string::npos);  // call site of the context
+}
+
+TEST_CASE("error subclasses are caught by their type and as gpufeed::error") {
+  auto thrower = [] { throw format_error("not an HDF5 file", error_context{.file = "x.bin"}); };
+  CHECK_THROWS_AS(thrower(), format_error);
+  CHECK_THROWS_AS(thrower(), error);
+  CHECK_THROWS_AS(thrower(), std::runtime_error);
+  try {
+    thrower();
+  } catch (const corrupt_error&) {
+    FAIL("a format_error must not be caught as corrupt_error");
+  } catch (const error& e) {
+    CHECK(e.file() == "x.bin");
+    CHECK_FALSE(e.record().has_value());
+    CHECK_FALSE(e.status().has_value());
+  }
+}
+
+TEST_CASE("error with a message only names the call site") {
+  const config_error e("batch size must be at least 1");
+  const std::string what = e.what();
+  CHECK(what.find("gpufeed: batch size must be at least 1 at ") == 0);
+  CHECK(what.find("[") == std::string::npos);
+}
