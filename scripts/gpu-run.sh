@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs every program in .gpu/bin whose name starts with test_ (on the GPU machine), logs each
+# under $OUT, and prints a pass/skip/fail table last. Exit 77 = skipped.
+set -u
+root=$(cd "$(dirname "$0")" && pwd)
+export LD_LIBRARY_PATH=$root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+out=${OUT:-/tmp/gpufeed-out}
+mkdir -p "$out"
+pass=0 fail=0 skip=0 table=""
+for t in "$root"/bin/test_*; do
+  name=$(basename "$t")
+  start=$(date +%s.%N)
+  "$t" >"$out/$name.log" 2>&1
+  rc=$?
+  secs=$(echo "$(date +%s.%N) - $start" | bc)
+  case $rc in
+    0) status=PASS; pass=$((pass+1));;
+    77) status=SKIP; skip=$((skip+1));;
+    *) status="FAIL($rc)"; fail=$((fail+1)); tail -30 "$out/$name.log";;
+  esac
+  table+=$(printf '%-36s %-9s %6.2fs' "$name" "$status" "$secs")$'\n'
+done
+echo "----"
+printf '%s' "$table"
+echo "passed $pass, skipped $skip, failed $fail"
+[ "$fail" -eq 0 ]
