@@ -4,7 +4,7 @@
 # it is used, otherwise gpufeed builds its host parts and says so.
 set -euo pipefail
 packages=(build-essential cmake pkg-config libhdf5-dev liblmdb-dev doctest-dev zlib1g-dev
-          libcli11-dev)
+          libcli11-dev nlohmann-json3-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

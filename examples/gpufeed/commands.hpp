@@ -1,0 +1,15 @@
+// The `gpufeed` command-line tool: one subcommand per file, each registered by its add_*.
+// Every subcommand is built only on gpufeed's public API.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace gpufeed::cli {
+
+// Each registers its subcommand and its callback on app. A callback reports failure by
+// throwing; main() prints one clear line and exits non-zero.
+void add_pack(CLI::App& app);
+void add_inspect(CLI::App& app);
+void add_doctor(CLI::App& app);
+
+}  // namespace gpufeed::cli
