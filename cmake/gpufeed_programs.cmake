@@ -20,6 +20,9 @@ if(TARGET gpufeed_cuda)
       set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
     endif()
     set(CMAKE_CUDA_STANDARD 20)
+    # The shared runtime, as gpufeed::cuda links it (CUDA::cudart): one runtime per process, and
+    # tests can interpose its entry points to count synchronisations.
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     set(GPUFEED_HAS_NVCC ON)
   endif()

@@ -1,0 +1,238 @@
+// gpufeed::cuda — the device target: batches delivered in GPU memory.
+//
+//   loader_config c;  c.target = gpufeed::cuda::device(0);
+//
+// The transfer engine behind it owns, per device slot, the device buffer and four events:
+// `ready` (recorded after the copy and the transform hook, waited on by the consumer's stream),
+// `consumed` (recorded on the consumer's stream at release, waited on by the copy stream before
+// the slot is overwritten) and a timing pair around the copy for telemetry. The host learns that
+// a copy finished through cudaLaunchHostFunc, so no thread ever blocks on the device in steady
+// state; host_syncs counts the synchronisations gpufeed does make (drain at teardown only).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "gpufeed/cuda/check.hpp"
+#include "gpufeed/cuda/device.hpp"
+#include "gpufeed/cuda/device_buffer.hpp"
+#include "gpufeed/cuda/event.hpp"
+#include "gpufeed/cuda/nvtx.hpp"
+#include "gpufeed/cuda/pinned.hpp"
+#include "gpufeed/cuda/stream.hpp"
+#include "gpufeed/target.hpp"
+
+namespace gpufeed::cuda {
+
+// Makes `device` current on the calling thread for the guard's lifetime (the CUDA device is
+// per-thread state, and workers, the consumer and the engine's callers are different threads).
+class device_guard {
+ public:
+  explicit device_guard(int device) {
+    GPUFEED_CUDA_TRY(cudaGetDevice(&previous_));
+    if (previous_ != device) GPUFEED_CUDA_TRY(cudaSetDevice(device));
+  }
+  device_guard(const device_guard&) = delete;
+  device_guard& operator=(const device_guard&) = delete;
+  ~device_guard() {
+    int now = previous_;
+    if (cudaGetDevice(&now) == cudaSuccess && now != previous_)
+      GPUFEED_CUDA_LOG(cudaSetDevice(previous_));
+  }
+
+ private:
+  int previous_ = 0;
+};
+
+class device_engine final : public transfer_engine {
+ public:
+  explicit device_engine(int device) : device_(device) {
+    if (!has_device()) throw cuda_error("no usable CUDA device: " + query().reason);
+    props_ = properties(device);  // throws cuda_error for an invalid id
+  }
+  ~device_engine() override { drain(); }
+
+  std::string describe() const override {
+    return "cuda:" + std::to_string(device_) + " (" + props_.name + ")";
+  }
+  std::pmr::memory_resource* staging_resource() override { return pinned_resource::instance(); }
+
+  void configure(std::size_t slot_bytes, std::size_t output_bytes, std::size_t device_slots,
+                 std::size_t streams) override {
+    device_guard g(device_);
+    slots_.clear();
+    for (std::size_t d = 0; d < device_slots; ++d) {
+      slot s;
+      s.buffer = device_buffer(slot_bytes);
+      if (output_bytes) s.output = device_buffer(output_bytes);
+      slots_.push_back(std::move(s));
+    }
+    streams_.clear();
+    for (std::size_t i = 0; i < streams; ++i) streams_.emplace_back();
+    device_bytes_ = device_slots * (slot_bytes + output_bytes);
+    if (span_capacity_) {
+      // Map device event times onto the host clock: one synchronisation, at construction.
+      base_.emplace(event::timing::enabled);
+      base_->record(streams_[0]);
+      base_->synchronize();
+      base_host_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch()).count();
+      std::lock_guard lock(mutex_);
+      ++counters_.host_syncs;
+    }
+  }
+  void record_copy_spans(std::size_t capacity) override {
+    span_capacity_ = capacity;
+    spans_.reserve(capacity);
+  }
+  std::vector<copy_span> copy_spans() override {
+    std::lock_guard lock(mutex_);
+    for (auto& sl : slots_) collect_timing(sl, false);
+    return spans_;
+  }
+  std::byte* device_slot(std::size_t d) const override { return slots_[d].buffer.data(); }
+  std::byte* output_slot(std::size_t d) const override { return slots_[d].output.data(); }
+  std::size_t device_bytes() const override { return device_bytes_; }
+
+  void submit_copy(std::size_t d, std::size_t s, const std::byte* staging, std::size_t bytes,
+                   void (*copied)(void*), void* ctx) override {
+    device_guard g(device_);
+    slot& sl = slots_[d];
+    const stream& st = streams_[s];
+    st.wait(sl.consumed);  // the consumer is done with this slot's previous batch
+    {
+      std::lock_guard lock(mutex_);  // the slot's timing fields are also read by copy_spans()
+      collect_timing(sl, true);
+      sl.copy_start.record(st);
+      GPUFEED_CUDA_TRY(cudaMemcpyAsync(sl.buffer.data(), staging, bytes, cudaMemcpyHostToDevice, st));
+      sl.copy_end.record(st);
+      sl.timing_pending = true;
+      sl.stream = s;
+      sl.bytes = bytes;
+      counters_.copies += 1;
+      counters_.bytes += bytes;
+    }
+    GPUFEED_CUDA_TRY(cudaLaunchHostFunc(st, copied, ctx));
+  }
+  void run_hook(std::size_t s, const transform_hook& hook, const batch_view& view) override {
+    device_guard g(device_);
+    hook(view, streams_[s].get());
+  }
+  void mark_ready(std::size_t d, std::size_t s) override {
+    device_guard g(device_);
+    slots_[d].ready.record(streams_[s]);
+  }
+  void abandon(std::size_t d, std::size_t s) noexcept override {
+    GPUFEED_CUDA_LOG(cudaEventRecord(slots_[d].consumed, streams_[s]));
+  }
+  void consumer_acquire(std::size_t d, stream_handle consumer) override {
+    device_guard g(device_);
+    GPUFEED_CUDA_TRY(cudaStreamWaitEvent(consumer, slots_[d].ready, 0));
+  }
+  void consumer_release(std::size_t d, stream_handle consumer) noexcept override {
+    // The legacy default stream (nullptr) is the current device's: make ours current.
+    int previous = device_;
+    GPUFEED_CUDA_LOG(cudaGetDevice(&previous));
+    if (previous != device_) GPUFEED_CUDA_LOG(cudaSetDevice(device_));
+    GPUFEED_CUDA_LOG(cudaEventRecord(slots_[d].consumed, consumer));
+    if (previous != device_) GPUFEED_CUDA_LOG(cudaSetDevice(previous));
+  }
+  void drain() noexcept override {
+    for (auto& s : streams_) {
+      GPUFEED_CUDA_LOG(cudaStreamSynchronize(s));
+      std::lock_guard lock(mutex_);
+      ++counters_.host_syncs;
+    }
+  }
+  transfer_counters counters() const override {
+    std::lock_guard lock(mutex_);
+    return counters_;
+  }
+  void range_push(const char* name) noexcept override {
+    nvtxEventAttributes_t a{};
+    a.version = NVTX_VERSION;
+    a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+    a.message.ascii = name;
+    nvtxDomainRangePushEx(detail::nvtx_domain(), &a);
+  }
+  void range_pop() noexcept override { nvtxDomainRangePop(detail::nvtx_domain()); }
+
+  [[nodiscard]] stream_handle stream_at(std::size_t s) const noexcept { return streams_[s].get(); }
+
+ private:
+  struct slot {
+    device_buffer buffer, output;
+    event ready, consumed;
+    event copy_start{event::timing::enabled}, copy_end{event::timing::enabled};
+    bool timing_pending = false;
+    std::size_t stream = 0;
+    std::size_t bytes = 0;
+  };
+
+  // Adds the slot's previous copy time, if that copy has finished (never waits for it). A copy
+  // still running when its slot is reused (`reusing`) goes unmeasured. Caller holds mutex_.
+  void collect_timing(slot& sl, bool reusing) {
+    if (!sl.timing_pending) return;
+    if (!sl.copy_end.ready()) {
+      if (reusing) sl.timing_pending = false;
+      return;
+    }
+    sl.timing_pending = false;
+    const double ms = event::elapsed_ms(sl.copy_start, sl.copy_end);
+    counters_.copy_seconds += ms * 1e-3;
+    counters_.timed_copies += 1;
+    if (span_capacity_ && spans_.size() < span_capacity_) {
+      const auto to_ns = [](float ms_since_base) {
+        return static_cast<std::int64_t>(static_cast<double>(ms_since_base) * 1e6);
+      };
+      copy_span c;
+      c.stream = sl.stream;
+      c.start_ns = base_host_ns_ + to_ns(event::elapsed_ms(*base_, sl.copy_start));
+      c.end_ns = base_host_ns_ + to_ns(event::elapsed_ms(*base_, sl.copy_end));
+      c.batch_bytes = sl.bytes;
+      spans_.push_back(c);
+    }
+  }
+
+  int device_;
+  device_properties props_;
+  std::vector<slot> slots_;
+  std::vector<stream> streams_;
+  std::size_t device_bytes_ = 0;
+  mutable std::mutex mutex_;
+  transfer_counters counters_;
+  std::size_t span_capacity_ = 0;
+  std::optional<event> base_;  // timing origin of copy spans
+  std::int64_t base_host_ns_ = 0;
+  std::vector<copy_span> spans_;
+};
+
+// A device target for `id`. Throws gpufeed::cuda_error, with the plain reason from query(), when
+// there is no usable device.
+inline ::gpufeed::target device(int id = 0) {
+  const auto& q = query();
+  if (!q.available) throw cuda_error("cannot target cuda:" + std::to_string(id) + ": " + q.reason);
+  if (id < 0 || id >= q.device_count)
+    throw config_error("cuda:" + std::to_string(id) + " does not exist (" +
+                       std::to_string(q.device_count) + " device(s))");
+  return ::gpufeed::target([id] { return std::make_unique<device_engine>(id); }, id,
+                           "cuda:" + std::to_string(id));
+}
+
+// The device target when a device is usable, else the host target; `why` (optional) receives
+// the plain reason for falling back.
+inline ::gpufeed::target device_or_host(int id = 0, std::string* why = nullptr) {
+  const auto& q = query();
+  if (q.available && id >= 0 && id < q.device_count) return device(id);
+  if (why) *why = q.available ? "cuda:" + std::to_string(id) + " does not exist" : q.reason;
+  return ::gpufeed::target::host();
+}
+
+}  // namespace gpufeed::cuda

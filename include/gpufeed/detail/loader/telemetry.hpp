@@ -1,0 +1,109 @@
+// gpufeed::detail — the loader's always-on counters.
+//
+// Relaxed atomics, updated once per chunk (workers) or per batch (planner, consumer). Each
+// worker's counters sit on their own cache line so workers never contend.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <ctime>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "gpufeed/stats.hpp"
+
+namespace gpufeed::detail {
+
+using steady = std::chrono::steady_clock;
+
+// CPU time of the calling thread: with wall time, tells waiting on I/O from computing.
+inline std::uint64_t thread_cpu_ns() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+inline std::uint64_t since_ns(steady::time_point t0) noexcept {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now() - t0).count());
+}
+
+struct alignas(64) worker_counters {
+  std::atomic<std::uint64_t> records{0}, bytes{0}, chunks{0}, failures{0};
+  std::atomic<std::uint64_t> read_ns{0}, read_cpu_ns{0}, idle_ns{0};
+};
+
+class telemetry {
+ public:
+  explicit telemetry(std::size_t workers) : workers_(workers) {}
+
+  worker_counters& worker(std::size_t w) noexcept { return workers_[w]; }
+
+  void delivered(std::uint64_t records, std::uint64_t bytes, std::uint64_t wait_ns,
+                 std::size_t ready_now) noexcept {
+    batches_.fetch_add(1, std::memory_order_relaxed);
+    records_.fetch_add(records, std::memory_order_relaxed);
+    bytes_.fetch_add(bytes, std::memory_order_relaxed);
+    wait_ns_.fetch_add(wait_ns, std::memory_order_relaxed);
+    ready_sum_.fetch_add(ready_now, std::memory_order_relaxed);
+  }
+  void held(std::uint64_t ns) noexcept { hold_ns_.fetch_add(ns, std::memory_order_relaxed); }
+  void planner_waited(std::uint64_t ns) noexcept {
+    planner_wait_ns_.fetch_add(ns, std::memory_order_relaxed);
+  }
+  void skipped(const skipped_record& r) {
+    std::lock_guard lock(log_mutex_);
+    (r.substituted ? substituted_ : skipped_) += 1;
+    log_.push_back(r);
+    if (log_.size() > log_capacity) log_.pop_front();
+  }
+
+  // Fills the counters into s (the caller sets the configuration fields).
+  void snapshot(loader_stats& s) const {
+    constexpr double ns = 1e-9;
+    s.elapsed_seconds = static_cast<double>(since_ns(start_)) * ns;
+    s.batches = batches_.load(std::memory_order_relaxed);
+    s.records = records_.load(std::memory_order_relaxed);
+    s.bytes = bytes_.load(std::memory_order_relaxed);
+    s.consumer_wait_seconds = static_cast<double>(wait_ns_.load(std::memory_order_relaxed)) * ns;
+    s.consumer_hold_seconds = static_cast<double>(hold_ns_.load(std::memory_order_relaxed)) * ns;
+    s.planner_wait_seconds =
+        static_cast<double>(planner_wait_ns_.load(std::memory_order_relaxed)) * ns;
+    s.ready_queue_mean = s.batches ? static_cast<double>(ready_sum_.load()) /
+                                         static_cast<double>(s.batches)
+                                   : 0.0;
+    s.workers.clear();
+    for (const auto& w : workers_) {
+      worker_stats ws;
+      ws.records = w.records.load(std::memory_order_relaxed);
+      ws.bytes = w.bytes.load(std::memory_order_relaxed);
+      ws.chunks = w.chunks.load(std::memory_order_relaxed);
+      ws.failures = w.failures.load(std::memory_order_relaxed);
+      ws.read_seconds = static_cast<double>(w.read_ns.load(std::memory_order_relaxed)) * ns;
+      ws.read_cpu_seconds = static_cast<double>(w.read_cpu_ns.load(std::memory_order_relaxed)) * ns;
+      ws.idle_seconds = static_cast<double>(w.idle_ns.load(std::memory_order_relaxed)) * ns;
+      s.workers.push_back(ws);
+    }
+    std::lock_guard lock(log_mutex_);
+    s.skipped = skipped_;
+    s.substituted = substituted_;
+    s.skipped_log.assign(log_.begin(), log_.end());
+  }
+
+  [[nodiscard]] steady::time_point start() const noexcept { return start_; }
+
+ private:
+  static constexpr std::size_t log_capacity = 1000;
+  steady::time_point start_ = steady::now();
+  std::vector<worker_counters> workers_;
+  std::atomic<std::uint64_t> batches_{0}, records_{0}, bytes_{0}, wait_ns_{0}, hold_ns_{0};
+  std::atomic<std::uint64_t> planner_wait_ns_{0}, ready_sum_{0};
+  mutable std::mutex log_mutex_;
+  std::deque<skipped_record> log_;
+  std::uint64_t skipped_ = 0, substituted_ = 0;
+};
+
+}  // namespace gpufeed::detail

@@ -1,0 +1,65 @@
+// gpufeed — what the loader measured: per-stage times, stall, queue occupancy, bytes.
+//
+// Always on. Every counter is a relaxed atomic added to once per chunk of records (workers) or
+// once per batch (planner, consumer, copies), so the cost is a few atomic adds per batch per
+// stage; bench/ measures it against a loader with the counters compiled in but the batch loop
+// unchanged (see README's performance section).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpufeed/batch.hpp"
+#include "gpufeed/target.hpp"
+
+namespace gpufeed {
+
+struct worker_stats {
+  std::uint64_t records = 0, bytes = 0, chunks = 0, failures = 0;
+  double read_seconds = 0;  // inside the source's read (I/O + decode), wall time
+  double read_cpu_seconds = 0;  // CPU time of the worker thread inside reads
+  double idle_seconds = 0;  // waiting for work (the pipeline ahead of it was full)
+};
+
+struct loader_stats {
+  double elapsed_seconds = 0;          // wall time since the loader started
+  std::uint64_t batches = 0;           // delivered to the consumer
+  std::uint64_t records = 0;
+  std::uint64_t bytes = 0;             // record bytes delivered
+  double consumer_wait_seconds = 0;    // time next() blocked waiting for data (stall)
+  double consumer_hold_seconds = 0;    // time batches spent with the consumer (its compute)
+  double planner_wait_seconds = 0;     // planner waiting for a free slot (backpressure)
+  std::vector<worker_stats> workers;
+  transfer_counters transfer;          // H2D copies (device target)
+  double ready_queue_mean = 0;         // batches ready when the consumer asked (mean)
+  std::size_t ready_queue_capacity = 0;  // prefetch depth
+  std::size_t pinned_bytes = 0;        // staging memory (pinned on device targets)
+  std::size_t host_slot_bytes = 0;     // same, for host targets (pageable)
+  std::size_t device_bytes = 0;        // device slots
+  std::uint64_t skipped = 0, substituted = 0;
+  std::vector<skipped_record> skipped_log;  // the most recent ones (bounded)
+  std::size_t worker_count = 0, prefetch = 0, streams = 0, batch_size = 0;
+  std::string target;
+  std::uint64_t trace_events_dropped = 0;  // timeline events past the per-track capacity
+
+  [[nodiscard]] double records_per_second() const noexcept {
+    return elapsed_seconds > 0 ? static_cast<double>(records) / elapsed_seconds : 0.0;
+  }
+  [[nodiscard]] double gb_per_second() const noexcept {
+    return elapsed_seconds > 0 ? static_cast<double>(bytes) / elapsed_seconds / 1e9 : 0.0;
+  }
+  // Fraction of the consumer's time spent waiting for data: 0 = never starved.
+  [[nodiscard]] double stall_fraction() const noexcept {
+    const double t = consumer_wait_seconds + consumer_hold_seconds;
+    return t > 0 ? consumer_wait_seconds / t : 0.0;
+  }
+  [[nodiscard]] double read_seconds() const noexcept {
+    double s = 0;
+    for (const auto& w : workers) s += w.read_seconds;
+    return s;
+  }
+};
+
+}  // namespace gpufeed
