@@ -20,6 +20,7 @@ struct worker_stats {
   std::uint64_t records = 0, bytes = 0, chunks = 0, failures = 0;
   double read_seconds = 0;  // inside the source's read (I/O + decode), wall time
   double read_cpu_seconds = 0;  // CPU time of the worker thread inside reads
+  double runqueue_seconds = 0;  // runnable but waiting for a core (whole thread; Linux schedstat)
   double idle_seconds = 0;  // waiting for work (the pipeline ahead of it was full)
 };
 

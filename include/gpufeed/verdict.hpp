@@ -79,10 +79,20 @@ inline verdict diagnose(const loader_stats& s, unsigned cores = 0) {
   const double elapsed = s.elapsed_seconds;
   const double workers = static_cast<double>(std::max<std::size_t>(1, s.workers.size()));
   const double read = s.read_seconds();
-  double read_cpu = 0;
-  for (const auto& w : s.workers) read_cpu += w.read_cpu_seconds;
-  const double busy = read / (workers * elapsed);           // worker utilisation
-  const double cpu_share = read > 0 ? read_cpu / read : 0;  // CPU time inside reads
+  double read_cpu = 0, runq = 0, idle = 0;
+  for (const auto& w : s.workers) {
+    read_cpu += w.read_cpu_seconds;
+    runq += w.runqueue_seconds;
+    idle += w.idle_seconds;
+  }
+  // Worker utilisation: reading against reading + waiting for work (start-up excluded).
+  const double busy = read + idle > 0 ? read / (read + idle) : 0.0;
+  // Read time splits into CPU, waiting for a core (oversubscribed machine) and waiting for I/O.
+  // The run-queue figure covers the whole thread; nearly all of it falls inside reads, where
+  // workers spend their runnable time.
+  const double io_share = read > 0 ? std::clamp((read - read_cpu - runq) / read, 0.0, 1.0) : 0;
+  const double cpu_share = read > 0 ? read_cpu / read : 0;
+  const double runq_share = read > 0 ? std::min(runq / read, 1.0) : 0;
   const double stall = s.stall_fraction();
   const double streams = static_cast<double>(std::max<std::size_t>(1, s.streams));
   const double copy_busy = s.transfer.timed_copies
@@ -91,12 +101,17 @@ inline verdict diagnose(const loader_stats& s, unsigned cores = 0) {
                                       static_cast<double>(s.transfer.timed_copies)) /
                                      elapsed
                                : 0.0;
-  v.evidence.push_back(fmt("delivered %.2f GB/s, %.0f records/s", s.gb_per_second(),
+  v.evidence.push_back(fmt("delivered %.3f GB/s, %.0f records/s", s.gb_per_second(),
                            s.records_per_second()));
   v.evidence.push_back(fmt("consumer waited for data %.1f %% of its time", 100 * stall));
   v.evidence.push_back(fmt("workers busy reading %.1f %% of the time (%.0f workers)", 100 * busy,
                            workers));
-  v.evidence.push_back(fmt("CPU time inside reads: %.1f %% of their wall time", 100 * cpu_share));
+  v.evidence.push_back(fmt("read time: %.1f %% on a CPU, %.1f %% waiting for I/O", 100 * cpu_share,
+                           100 * io_share));
+  if (runq_share > 0.05)
+    v.evidence.push_back(fmt("workers waited %.1f %% of their read time for a free core: more "
+                             "runnable threads than cores",
+                             100 * runq_share));
   if (s.transfer.copies)
     v.evidence.push_back(fmt("copy engine busy %.1f %% of the time over %.0f streams",
                              100 * copy_busy, streams));
@@ -117,27 +132,32 @@ inline verdict diagnose(const loader_stats& s, unsigned cores = 0) {
                             ? static_cast<double>(s.transfer.bytes) / s.transfer.copy_seconds / 1e9
                             : 0.0;
     v.summary = fmt("Host-to-device copies bound throughput: the copy engine ran %.0f %% of the "
-                    "time at %.1f GB/s.", 100 * copy_busy, rate);
+                    "time at %.3f GB/s.", 100 * copy_busy, rate);
     v.suggestion = "copy less (decode or crop on the GPU, send uint8 not float), use larger "
                    "batches (copies under 1 MiB are slow), check the PCIe link with gpufeed doctor";
     return v;
   }
   if (busy > 0.75) {
-    if (cpu_share < 0.5) {
+    // Reads from the page cache are memcpy: nearly all CPU. Reads that wait on a device are
+    // mostly I/O wait. Time spent waiting for a core counts as neither.
+    if (io_share > 0.5) {
       v.stage = bottleneck::storage;
       const double rate = read > 0 ? static_cast<double>(s.bytes) / elapsed / 1e9 : 0.0;
       v.summary = fmt("Storage bounds throughput: workers spend most of each read waiting for "
-                      "I/O (only %.0f %% of read time is CPU); storage delivers %.2f GB/s.",
-                      100 * cpu_share, rate);
+                      "I/O (%.0f %% of read time); storage delivers %.3f GB/s.",
+                      100 * io_share, rate);
       v.suggestion = "the data is probably not in the page cache: put the shards on faster "
                      "storage or in RAM (tmpfs), pack small files into larger shards, or add "
                      "workers to keep more I/O in flight";
     } else {
       v.stage = bottleneck::decode;
       v.summary = fmt("CPU work in the workers bounds throughput (decompression, parsing): "
-                      "workers are busy %.0f %% of the time, %.0f %% of it on the CPU.",
+                      "workers are busy %.0f %% of the time, %.0f %% of it on a CPU.",
                       100 * busy, 100 * cpu_share);
-      if (cores && static_cast<double>(cores) > workers)
+      if (runq_share > 0.25)
+        v.suggestion = "the machine has fewer free cores than runnable threads: use fewer "
+                       "workers or free cores (other processes compete for them)";
+      else if (cores && static_cast<double>(cores) > workers)
         v.suggestion = fmt("raise workers: %.0f run on %.0f cores", workers,
                            static_cast<double>(cores));
       else

@@ -27,6 +27,7 @@
 #include <ostream>
 #include <stop_token>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 #include "gpufeed/bounded_queue.hpp"
@@ -309,6 +310,7 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
   void work_loop(std::stop_token st, std::size_t w) {
     auto reader = make_reader(source_);
     worker_counters& c = telemetry_.worker(w);
+    c.tid.store(static_cast<long>(::gettid()));
     for (;;) {
       auto task = work_.try_pop();
       if (!task) {

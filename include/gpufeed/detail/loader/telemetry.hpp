@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <ctime>
 #include <deque>
 #include <memory>
@@ -26,6 +27,21 @@ inline std::uint64_t thread_cpu_ns() noexcept {
   return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
+// Nanoseconds the thread `tid` of this process has spent runnable but waiting for a CPU, from
+// /proc/self/task/<tid>/schedstat (on-CPU, run-queue wait, timeslices); 0 where unavailable.
+// Separates "waiting for I/O" from "waiting for a core" when cores are oversubscribed.
+inline std::uint64_t runqueue_wait_ns(long tid) noexcept {
+  if (tid <= 0) return 0;
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/task/%ld/schedstat", tid);
+  std::FILE* f = std::fopen(path, "r");
+  if (!f) return 0;
+  unsigned long long on_cpu = 0, waiting = 0;
+  const int n = std::fscanf(f, "%llu %llu", &on_cpu, &waiting);
+  std::fclose(f);
+  return n == 2 ? waiting : 0;
+}
+
 inline std::uint64_t since_ns(steady::time_point t0) noexcept {
   return static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now() - t0).count());
@@ -34,6 +50,7 @@ inline std::uint64_t since_ns(steady::time_point t0) noexcept {
 struct alignas(64) worker_counters {
   std::atomic<std::uint64_t> records{0}, bytes{0}, chunks{0}, failures{0};
   std::atomic<std::uint64_t> read_ns{0}, read_cpu_ns{0}, idle_ns{0};
+  std::atomic<long> tid{0};  // OS thread id, for run-queue statistics
 };
 
 class telemetry {
@@ -84,6 +101,7 @@ class telemetry {
       ws.failures = w.failures.load(std::memory_order_relaxed);
       ws.read_seconds = static_cast<double>(w.read_ns.load(std::memory_order_relaxed)) * ns;
       ws.read_cpu_seconds = static_cast<double>(w.read_cpu_ns.load(std::memory_order_relaxed)) * ns;
+      ws.runqueue_seconds = static_cast<double>(runqueue_wait_ns(w.tid.load())) * ns;
       ws.idle_seconds = static_cast<double>(w.idle_ns.load(std::memory_order_relaxed)) * ns;
       s.workers.push_back(ws);
     }

@@ -1,0 +1,127 @@
+// A transfer engine for host-only tests: "device" slots are host buffers and copies run on one
+// background thread that takes a set time per copy, like a saturated copy engine. Like the CUDA
+// engine it never blocks its callers: consumer_acquire returns at once (a real consumer's stream
+// would wait on the device), and the host slot comes back through the copied() callback.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "gpufeed/memory.hpp"
+#include "gpufeed/target.hpp"
+
+namespace gpufeed::test {
+
+class mock_engine final : public transfer_engine {
+ public:
+  explicit mock_engine(std::chrono::microseconds copy_time) : copy_time_(copy_time) {
+    thread_ = std::jthread([this](std::stop_token st) { run(st); });
+  }
+  ~mock_engine() override {
+    drain();
+    thread_.request_stop();
+    cv_.notify_all();
+  }
+
+  std::string describe() const override { return "mock"; }
+  std::pmr::memory_resource* staging_resource() override { return pageable_resource::instance(); }
+  void configure(std::size_t slot_bytes, std::size_t output_bytes, std::size_t device_slots,
+                 std::size_t) override {
+    for (std::size_t d = 0; d < device_slots; ++d) {
+      slots_.emplace_back(pageable_resource::instance(), slot_bytes);
+      outputs_.emplace_back(pageable_resource::instance(), output_bytes);
+    }
+  }
+  std::byte* device_slot(std::size_t d) const override { return slots_[d].data(); }
+  std::byte* output_slot(std::size_t d) const override { return outputs_[d].data(); }
+  std::size_t device_bytes() const override { return slots_.size() * slots_.front().size(); }
+
+  void submit_copy(std::size_t d, std::size_t stream, const std::byte* staging, std::size_t bytes,
+                   void (*copied)(void*), void* ctx) override {
+    std::lock_guard lock(mutex_);
+    counters_.copies += 1;  // counted when queued, as the CUDA engine does
+    counters_.bytes += bytes;
+    jobs_.push_back(job{d, stream, staging, bytes, copied, ctx});
+    cv_.notify_all();
+  }
+  void run_hook(std::size_t, const transform_hook& hook, const batch_view& view) override {
+    hook(view, nullptr);
+  }
+  void mark_ready(std::size_t, std::size_t) override {}
+  void abandon(std::size_t, std::size_t) noexcept override {}
+  void consumer_acquire(std::size_t, stream_handle) override {}
+  void consumer_release(std::size_t, stream_handle) noexcept override {}
+  void drain() noexcept override {
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [&] { return jobs_.empty() && !busy_; });
+  }
+  transfer_counters counters() const override {
+    std::lock_guard lock(mutex_);
+    return counters_;
+  }
+  void record_copy_spans(std::size_t capacity) override { span_capacity_ = capacity; }
+  std::vector<copy_span> copy_spans() override {
+    std::lock_guard lock(mutex_);
+    return spans_;
+  }
+  void range_push(const char*) noexcept override {}
+  void range_pop() noexcept override {}
+
+ private:
+  struct job {
+    std::size_t d, stream;
+    const std::byte* staging;
+    std::size_t bytes;
+    void (*copied)(void*);
+    void* ctx;
+  };
+  void run(std::stop_token st) {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      cv_.wait(lock, [&] { return st.stop_requested() || !jobs_.empty(); });
+      if (jobs_.empty()) return;
+      job j = jobs_.front();
+      jobs_.pop_front();
+      busy_ = true;
+      lock.unlock();
+      const auto t0 = std::chrono::steady_clock::now();
+      std::memcpy(slots_[j.d].data(), j.staging, j.bytes);
+      std::this_thread::sleep_for(copy_time_);
+      const auto t1 = std::chrono::steady_clock::now();
+      j.copied(j.ctx);
+      lock.lock();
+      busy_ = false;
+      counters_.timed_copies += 1;
+      counters_.copy_seconds += std::chrono::duration<double>(t1 - t0).count();
+      if (spans_.size() < span_capacity_) {
+        auto ns = [](auto t) {
+          return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+        };
+        spans_.push_back(copy_span{j.stream, ns(t0), ns(t1), j.bytes});
+      }
+      cv_.notify_all();
+    }
+  }
+
+  std::chrono::microseconds copy_time_;
+  std::vector<resource_buffer> slots_, outputs_;
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<job> jobs_;
+  bool busy_ = false;
+  transfer_counters counters_;
+  std::size_t span_capacity_ = 0;
+  std::vector<copy_span> spans_;
+  std::jthread thread_;
+};
+
+inline target mock_target(std::chrono::microseconds copy_time) {
+  return target([copy_time] { return std::make_unique<mock_engine>(copy_time); }, 0, "mock");
+}
+
+}  // namespace gpufeed::test
