@@ -9,16 +9,16 @@ mkdir -p "$out"
 pass=0 fail=0 skip=0 table=""
 for t in "$root"/bin/test_*; do
   name=$(basename "$t")
-  start=$(date +%s.%N)
+  start=$(date +%s%N)
   "$t" >"$out/$name.log" 2>&1
   rc=$?
-  secs=$(echo "$(date +%s.%N) - $start" | bc)
+  secs=$(awk -v a="$start" -v b="$(date +%s%N)" 'BEGIN { printf "%.2f", (b - a) / 1e9 }')
   case $rc in
     0) status=PASS; pass=$((pass+1));;
     77) status=SKIP; skip=$((skip+1));;
     *) status="FAIL($rc)"; fail=$((fail+1)); tail -30 "$out/$name.log";;
   esac
-  table+=$(printf '%-36s %-9s %6.2fs' "$name" "$status" "$secs")$'\n'
+  table+=$(printf '%-36s %-9s %8ss' "$name" "$status" "$secs")$'\n'
 done
 echo "----"
 printf '%s' "$table"

@@ -1,7 +1,9 @@
 // CUDA owners on a real device: copies round-trip, moves transfer ownership, errors are typed.
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <cstring>
+#include <utility>
 #include <numeric>
 #include <vector>
 
@@ -108,4 +110,19 @@ TEST_CASE("pinned_resource through std::pmr and the counting wrapper") {
   }
   CHECK(counting.bytes_in_use() == 0);
   CHECK(cuda::pinned_resource::instance()->is_equal(*cuda::pinned_resource::instance()));
+}
+
+TEST_CASE("pinned_resource meets page alignment although cudaMallocHost sub-allocates") {
+  auto* mr = cuda::pinned_resource::instance();
+  for (std::size_t k = 0; k < 64; ++k) {
+    const std::size_t align = k % 2 ? 4096 : 256;
+    const std::size_t bytes = 1000 + 37 * k;
+    void* p = mr->allocate(bytes, align);
+    CHECK(reinterpret_cast<std::uintptr_t>(p) % align == 0);
+    cudaPointerAttributes attr{};
+    GPUFEED_CUDA_TRY(cudaPointerGetAttributes(&attr, p));
+    CHECK(attr.type == cudaMemoryTypeHost);
+    std::memset(p, 0x5a, bytes);
+    mr->deallocate(p, bytes, align);
+  }
 }

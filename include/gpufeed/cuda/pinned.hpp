@@ -46,10 +46,10 @@ class pinned_buffer {
   std::size_t bytes_ = 0;
 };
 
-// std::pmr resource over cudaMallocHost/cudaFreeHost. cudaMallocHost documents no alignment
-// beyond 256 bytes (in practice it returns page-aligned memory): a request the returned pointer
-// does not meet throws config_error rather than silently misaligning. Two pinned_resource objects
-// are interchangeable (any may free the other's memory).
+// std::pmr resource over cudaMallocHost/cudaFreeHost. cudaMallocHost sub-allocates: its pointers
+// are 256-byte aligned but not page aligned (seen on the H200 machine). Larger alignments are
+// met by over-allocating and keeping the original pointer just below the aligned block. Two
+// pinned_resource objects are interchangeable (any may free the other's memory).
 class pinned_resource final : public std::pmr::memory_resource {
  public:
   static pinned_resource* instance() noexcept {
@@ -58,17 +58,25 @@ class pinned_resource final : public std::pmr::memory_resource {
   }
 
  private:
+  static constexpr std::size_t native_alignment = 256;
+
   void* do_allocate(std::size_t bytes, std::size_t alignment) override {
     void* p = nullptr;
-    GPUFEED_CUDA_TRY(cudaMallocHost(&p, bytes == 0 ? 1 : bytes));
-    if (reinterpret_cast<std::uintptr_t>(p) % alignment != 0) {
+    if (alignment <= native_alignment) {
+      GPUFEED_CUDA_TRY(cudaMallocHost(&p, bytes == 0 ? 1 : bytes));
+      if (reinterpret_cast<std::uintptr_t>(p) % alignment == 0) return p;
       GPUFEED_CUDA_LOG(cudaFreeHost(p));
       throw config_error("pinned_resource: cudaMallocHost memory is not aligned to " +
                          std::to_string(alignment) + " bytes");
     }
-    return p;
+    GPUFEED_CUDA_TRY(cudaMallocHost(&p, bytes + alignment + sizeof(void*)));
+    const std::uintptr_t raw = reinterpret_cast<std::uintptr_t>(p) + sizeof(void*);
+    const std::uintptr_t aligned = (raw + alignment - 1) / alignment * alignment;
+    reinterpret_cast<void**>(aligned)[-1] = p;
+    return reinterpret_cast<void*>(aligned);
   }
-  void do_deallocate(void* p, std::size_t, std::size_t) noexcept override {
+  void do_deallocate(void* p, std::size_t, std::size_t alignment) noexcept override {
+    if (alignment > native_alignment) p = static_cast<void**>(p)[-1];
     GPUFEED_CUDA_LOG(cudaFreeHost(p));
   }
   bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
