@@ -11,6 +11,7 @@
 
 #include "gpufeed/cuda/device.hpp"
 #include "gpufeed/cuda/doctor.hpp"
+#include "fake_nvml_path.hpp"
 
 using namespace gpufeed;
 
@@ -117,7 +118,8 @@ TEST_CASE("versions: runtime and driver CUDA versions are reported") {
 }
 
 TEST_CASE("fake NVML: idle link below its maximum is called normal; throttle words") {
-  const auto r = run(GPUFEED_FAKE_NVML);
+  GPUFEED_FAKE_NVML_OR_RETURN(fake);
+  const auto r = run(fake);
   const auto& nvml = get(r, "gpu.nvml");
   CHECK(has(nvml.summary, "sees 1 GPU"));
   CHECK(nvml.status == (cuda::has_device() ? check_status::pass : check_status::warn));
@@ -136,9 +138,10 @@ TEST_CASE("fake NVML: idle link below its maximum is called normal; throttle wor
 }
 
 TEST_CASE("fake NVML: a slot that limits the link, a power cap, silence") {
+  GPUFEED_FAKE_NVML_OR_RETURN(fake);
   SUBCASE("link limited below what the GPU supports") {
     env_var link("GPUFEED_FAKE_NVML_LINK", "4,16,4,16,5");
-    const auto r = run(GPUFEED_FAKE_NVML);
+    const auto r = run(fake);
     const auto& pcie = get(r, "gpu.pcie");
     CHECK(pcie.status == check_status::warn);
     CHECK(has(pcie.summary, "supports Gen5 but its link allows only Gen4"));
@@ -146,7 +149,7 @@ TEST_CASE("fake NVML: a slot that limits the link, a power cap, silence") {
   }
   SUBCASE("power cap and thermal slowdown") {
     env_var reasons("GPUFEED_FAKE_NVML_REASONS", "0x24");
-    const auto r = run(GPUFEED_FAKE_NVML);
+    const auto r = run(fake);
     const auto& thr = get(r, "gpu.throttle");
     CHECK(thr.status == check_status::warn);
     CHECK(has(thr.summary, "power limit"));
@@ -156,14 +159,20 @@ TEST_CASE("fake NVML: a slot that limits the link, a power cap, silence") {
   SUBCASE("link and reasons not reported") {
     env_var link("GPUFEED_FAKE_NVML_LINK", "0,0,0,0,0");
     env_var none("GPUFEED_FAKE_NVML_NO_REASONS", "1");
-    const auto r = run(GPUFEED_FAKE_NVML);
+    const auto r = run(fake);
     CHECK(get(r, "gpu.pcie").status == check_status::skip);
     CHECK(has(get(r, "gpu.pcie").summary, "does not report"));
     CHECK(get(r, "gpu.throttle").status == check_status::skip);
   }
+  SUBCASE("NVML without a loaded driver warns") {
+    env_var rc("GPUFEED_FAKE_NVML_INIT", "9");
+    const auto r = run(fake);
+    CHECK(get(r, "gpu.nvml").status == check_status::warn);
+    CHECK(has(get(r, "gpu.nvml").summary, "driver is not loaded"));
+  }
   SUBCASE("driver/library mismatch fails the NVML check") {
     env_var rc("GPUFEED_FAKE_NVML_INIT", "18");
-    const auto r = run(GPUFEED_FAKE_NVML);
+    const auto r = run(fake);
     CHECK(get(r, "gpu.nvml").status == check_status::fail);
     CHECK(has(get(r, "gpu.nvml").summary, "different versions"));
     CHECK(get(r, "gpu.pcie").status == check_status::skip);

@@ -159,7 +159,9 @@ inline doctor_check nvml_check(const device_query& q, const dd::nvml_api& nvml,
       c.hint = "NVML (libnvidia-ml.so.1) comes with the NVIDIA driver; in a container the NVIDIA "
                "Container Toolkit mounts it when NVIDIA_DRIVER_CAPABILITIES includes 'utility'";
     } else {
-      c.status = nvml.error().find("different versions") != std::string::npos ? check_status::fail
+      // A driver/library mismatch breaks CUDA too; other start failures (no driver) are the
+      // GPU-visible check's business.
+      c.status = nvml.init_status() == dd::nvml_error_lib_rm_version_mismatch ? check_status::fail
                                                                               : check_status::warn;
     }
     return c;

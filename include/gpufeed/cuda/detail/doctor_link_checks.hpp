@@ -27,16 +27,23 @@ inline std::string link_text(std::optional<unsigned> gen, std::optional<unsigned
 
 struct link_ref {
   unsigned generation = 0, width = 0;
-  bool under_load = false;
+  bool maximum = false;  // the link's maximum (else: as read under a copy)
 };
 
-// The link a copy rate is judged against: as read under a copy when that reading is there (a
-// link that trained below its maximum is the pcie check's business), else the maximum.
+// The link a copy rate is judged against: its maximum, so a link that trained below it shows as a
+// low percentage (and the pcie check says why); the reading under a copy when NVML gives no
+// maximum.
 inline std::optional<link_ref> reference_link(const gpu_probe& p) {
+  if (p.max_generation && p.max_width) return link_ref{*p.max_generation, *p.max_width, true};
   if (p.busy_confirmed && p.busy.generation && p.busy.width)
-    return link_ref{*p.busy.generation, *p.busy.width, true};
-  if (p.max_generation && p.max_width) return link_ref{*p.max_generation, *p.max_width, false};
+    return link_ref{*p.busy.generation, *p.busy.width, false};
   return std::nullopt;
+}
+
+inline double best_pinned_gbps(const gpu_probe& p) {
+  double best = 0.0;
+  for (const auto& r : p.h2d) best = std::max(best, r.pinned_gbps);
+  return best;
 }
 
 inline doctor_check pcie_check(const dd::nvml_api& nvml, const std::vector<gpu_probe>& probes) {
@@ -78,14 +85,23 @@ inline doctor_check pcie_check(const dd::nvml_api& nvml, const std::vector<gpu_p
                       " but its link allows only Gen" + std::to_string(*p.max_generation) +
                       ": the slot, riser or host limits it");
     }
-    if (p.busy_confirmed && p.busy.generation && p.busy.width && p.max_generation && p.max_width &&
-        (*p.busy.generation < *p.max_generation || *p.busy.width < *p.max_width)) {
+    const bool below_max = p.busy_confirmed && p.busy.generation && p.busy.width && p.max_generation &&
+                           p.max_width && (*p.busy.generation < *p.max_generation || *p.busy.width < *p.max_width);
+    // A copy faster than the link NVML reported can carry means the reading lagged the link's
+    // return from its idle state; the copy rate is the better witness.
+    const bool reading_lagged =
+        below_max && best_pinned_gbps(p) > 1.02 * dd::pcie_link_gbps(*p.busy.generation, *p.busy.width);
+    if (reading_lagged) {
+      words.push_back(p.label + ": maximum " + link_text(p.max_generation, p.max_width) + " (NVML read " +
+                      link_text(p.busy.generation, p.busy.width) + " during a copy, but the copy ran "
+                      "faster than such a link allows: the reading lagged)");
+    } else if (below_max) {
       c.at_least(check_status::warn);
       words.push_back(p.label + " runs at " + link_text(p.busy.generation, p.busy.width) +
                       " under a copy, below its maximum " + link_text(p.max_generation, p.max_width));
     } else if (p.busy_confirmed && p.busy.generation) {
-      words.push_back(p.label + ": " + link_text(p.busy.generation, p.busy.width) +
-                      " under a copy, the link's maximum");
+      words.push_back(p.label + ": " + link_text(p.busy.generation, p.busy.width) + " under a copy, " +
+                      (p.max_generation && p.max_width ? "the link's maximum" : "maximum not reported"));
     } else {
       std::string w = p.label + ": maximum " + link_text(p.max_generation, p.max_width) + ", " +
                       link_text(p.idle.generation, p.idle.width) + " at idle";
@@ -161,16 +177,14 @@ struct h2d_verdict {
 inline h2d_verdict judge_h2d(const gpu_probe& p) {
   h2d_verdict v;
   double pageable_best = 0.0;
-  for (const auto& r : p.h2d) {
-    v.pinned_best = std::max(v.pinned_best, r.pinned_gbps);
-    pageable_best = std::max(pageable_best, r.pageable_gbps);
-  }
+  for (const auto& r : p.h2d) pageable_best = std::max(pageable_best, r.pageable_gbps);
+  v.pinned_best = best_pinned_gbps(p);
   v.words = "pinned copies reach " + dd::gbps(v.pinned_best);
   if (const auto link = reference_link(p); link && dd::pcie_link_gbps(link->generation, link->width) > 0) {
     const double cap = dd::pcie_link_gbps(link->generation, link->width);
     const double pct = 100.0 * v.pinned_best / cap;
     v.words += ", " + dd::fixed(pct, 0) + "% of what a " + dd::pcie_link_name(link->generation, link->width) +
-               " link carries (" + dd::gbps(cap) + (link->under_load ? "" : ", its maximum") + ")";
+               " link carries (" + dd::gbps(cap) + (link->maximum ? ", this GPU's maximum" : ", as read during a copy") + ")";
     // ~85% of the raw rate is the practical ceiling (packet overheads); 70% leaves room for
     // virtualisation and IOMMU costs before calling it a problem.
     if (pct < 70.0) v.status = check_status::warn;

@@ -58,7 +58,7 @@ class nvml_api {
       error_ = library + " has no nvmlInit_v2: this NVML is too old to use";
       return;
     }
-    const nvml_return rc = init_();
+    const nvml_return rc = init_status_ = init_();
     if (rc != nvml_success) {
       error_ = "NVML could not start: " + init_failure(rc);
       return;
@@ -76,6 +76,8 @@ class nvml_api {
   [[nodiscard]] bool found() const noexcept { return found_; }
   [[nodiscard]] const std::string& error() const noexcept { return error_; }
   [[nodiscard]] const std::string& library() const noexcept { return library_; }
+  // nvmlInit_v2's return code (0 when it succeeded or was never called).
+  [[nodiscard]] nvml_return init_status() const noexcept { return init_status_; }
   // dlerror()'s words when the library was not found.
   [[nodiscard]] const std::string& dlopen_error() const noexcept { return dlopen_error_; }
 
@@ -154,6 +156,7 @@ class nvml_api {
   std::string library_, error_, dlopen_error_;
   void* lib_ = nullptr;
   bool found_ = false, initialised_ = false;
+  nvml_return init_status_ = nvml_success;
   nvml_return (*init_)() = nullptr;
   nvml_return (*shutdown_)() = nullptr;
   const char* (*error_string_)(nvml_return) = nullptr;
@@ -179,7 +182,7 @@ struct clock_reason {
   bool slows_work;
 };
 inline constexpr clock_reason clock_reasons_table[] = {
-    {0x1, "gpu_idle", "idle: nothing is running, so the clocks are lowered (normal)", false},
+    {0x1, "gpu_idle", "idle: no kernel is running, so the clocks are lowered (normal)", false},
     {0x2, "applications_clocks_setting", "held at the applications-clocks setting (nvidia-smi -ac)", false},
     {0x4, "sw_power_cap", "at the software power limit (power cap)", true},
     {0x8, "hw_slowdown", "hardware slowdown: too hot, or the power supply cannot deliver", true},
