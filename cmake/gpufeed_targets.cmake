@@ -23,7 +23,9 @@ if(NOT GPUFEED_ENABLE_CUDA STREQUAL "OFF")
     add_library(gpufeed_cuda INTERFACE)
     add_library(gpufeed::cuda ALIAS gpufeed_cuda)
     set_target_properties(gpufeed_cuda PROPERTIES EXPORT_NAME cuda)
-    target_link_libraries(gpufeed_cuda INTERFACE gpufeed CUDA::cudart CUDA::nvtx3 CCCL::CCCL)
+    # dl: NVML is loaded at run time by the doctor (dlopen is in libc only from glibc 2.34).
+    target_link_libraries(gpufeed_cuda INTERFACE gpufeed CUDA::cudart CUDA::nvtx3 CCCL::CCCL
+                          ${CMAKE_DL_LIBS})
     list(APPEND GPUFEED_COMPONENTS cuda)
   elseif(GPUFEED_ENABLE_CUDA STREQUAL "ON")
     message(FATAL_ERROR "GPUFEED_ENABLE_CUDA=ON but the CUDA Toolkit (with CCCL) was not found: "
