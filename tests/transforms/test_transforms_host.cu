@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "gpufeed/cuda/device.hpp"
@@ -54,6 +55,14 @@ TEST_CASE("normalizer: a valid configuration needs no GPU and keeps 1/std") {
   const std::vector<float> sixteen(16, 1.0f);
   CHECK_NOTHROW(cuda::normalizer<__nv_bfloat16>(channel_layout::hwc, 32, sixteen, sixteen));
 }
+
+// normalizer is a value (no device state); padder owns device memory and is move-only.
+static_assert(std::is_copy_constructible_v<cuda::normalizer<float>>);
+static_assert(std::is_nothrow_move_constructible_v<cuda::padder>);
+static_assert(std::is_nothrow_move_assignable_v<cuda::padder>);
+static_assert(!std::is_copy_constructible_v<cuda::padder>);
+static_assert(!std::is_copy_assignable_v<cuda::padder>);
+static_assert(!std::is_constructible_v<cuda::pad_transform, cuda::padder&&, std::size_t>);
 
 TEST_CASE("normalizer: every invalid parameter is a config_error that says what is wrong") {
   using N = cuda::normalizer<float>;

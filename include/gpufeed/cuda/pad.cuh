@@ -16,8 +16,9 @@
 // format_error naming the record. The kernel never reads outside [data, data + bytes) nor writes
 // outside the output rows, whatever the offsets say.
 //
-// Speed: memory-bound; it reads what it copies and writes every output byte once, so a 64 MiB
-// batch moves ~128 MiB: ~30-35 us at the ~4 TB/s an H200 reaches (bench/transforms_bench).
+// Speed: memory-bound; it reads the bytes it keeps and writes every output byte once. E.g. 64 MiB
+// of records averaging 1 KiB, padded to 2 KiB rows, moves ~64 + 128 MiB: ~50 us at the ~4 TB/s
+// an H200's HBM3e reaches in practice (bench/transforms_bench measures it).
 #pragma once
 
 #include <cub/device/device_reduce.cuh>
