@@ -10,6 +10,7 @@
 #include "gpufeed/cuda/check.hpp"
 #include "gpufeed/cuda/device_buffer.hpp"
 #include "gpufeed/cuda/device_target.hpp"
+#include "gpufeed/cuda/normalize.cuh"
 #include "gpufeed/cuda/pinned.hpp"
 #include "gpufeed/cuda/stream.hpp"
 #include "gpufeed/loader.hpp"
@@ -236,4 +237,34 @@ TEST_CASE("destroying a loader with copies and kernels in flight frees everythin
   GPUFEED_CUDA_TRY(cudaMemGetInfo(&free_after, &total));
   // The loader's 8 device slots of 4 MiB are back (allocation granularity: 2 MiB).
   CHECK(free_after + (2u << 20) >= free_before);
+}
+
+TEST_CASE("the loader runs a normalize transform as its hook: uint8 HWC -> float, per channel") {
+  constexpr std::size_t c = 3, h = 8, w = 8, elems = c * h * w, batch_size = 32;
+  memory_source src(512, elems);
+  cuda::stream consumer;
+  const float mean[c] = {10.f, 20.f, 30.f}, stddev[c] = {2.f, 4.f, 8.f};
+  cuda::normalizer<float> norm(cuda::channel_layout::hwc, elems, mean, stddev, 1.0f);
+  loader_config cfg = device_config(batch_size, consumer);
+  cfg.epochs = 1;
+  cfg.transform = cuda::normalize_transform<float>(norm);
+  cfg.transform_output_bytes = batch_size * elems * sizeof(float);
+  loader<memory_source> l(src, cfg);
+  std::size_t checked = 0, wrong = 0;
+  std::vector<float> out(batch_size * elems);
+  while (auto b = l.next()) {
+    // Copy on the consumer stream, so the copy is ordered after the ready event (and the hook).
+    GPUFEED_CUDA_TRY(cudaMemcpyAsync(out.data(), b->output().data(), b->size() * elems * 4,
+                                     cudaMemcpyDeviceToHost, consumer));
+    consumer.synchronize();
+    for (std::size_t k = 0; k < b->size(); ++k)
+      for (std::size_t j = 0; j < elems; ++j) {
+        const float x = test::expected_value(b->host_indices()[k], j);
+        const float expect = (x * 1.0f - mean[j % c]) * (1.0f / stddev[j % c]);
+        wrong += out[k * elems + j] != expect;
+        ++checked;
+      }
+  }
+  CHECK(checked == 512 * elems);
+  CHECK(wrong == 0);
 }

@@ -248,15 +248,14 @@ TEST_CASE("normalize: the plain function and the transform hook give the class's
   cuda::normalize<__half>(reinterpret_cast<const std::uint8_t*>(din.data()), out_fn.as<__half>(),
                           records, record_elems, channel_layout::chw, mean, stddev, 1.0f / 255, s);
   cuda::transform_hook hook = cuda::normalize_transform<__half>(n);
-  cuda::device_batch_view v;
+  gpufeed::batch_view v;
   v.data = din.data();
-  v.bytes = elems;
+  v.data_bytes = elems;
   v.records = records;
   v.record_bytes = record_elems;
   v.output = out_hook.data();
   v.output_bytes = out_hook.size();
   hook(v, s);
-  CHECK(v.output_bytes == elems * 2);
   s.synchronize();
   std::vector<__half> a(elems), b(elems);
   GPUFEED_CUDA_TRY(cudaMemcpy(a.data(), out_fn.data(), elems * 2, cudaMemcpyDeviceToHost));

@@ -347,9 +347,9 @@ TEST_CASE("pad_transform: pads through the transform hook, lengths after the row
   const std::size_t need = cuda::pad_transform_output_bytes(32, 9, 2);
   cuda::device_buffer out(need);
   cuda::transform_hook hook = cuda::pad_transform(p, 9);
-  cuda::device_batch_view v;
+  gpufeed::batch_view v;
   v.data = const_cast<std::byte*>(d.view.data);
-  v.bytes = d.view.bytes;
+  v.data_bytes = d.view.bytes;
   v.offsets = d.view.offsets;
   v.records = 32;
   v.output = out.data();

@@ -141,15 +141,15 @@ void normalize(const std::uint8_t* in, Out* out, std::size_t records, std::size_
 }
 
 // The normalizer as a loader transform: reads batch.records fixed-size records of record_elems
-// bytes from batch.data and writes the Out results to batch.output, then sets output_bytes to
-// the bytes written. Throws unsupported_error for variable-size records (record_bytes == 0) and
+// bytes from batch.data and writes the Out results (records * record_elems of them) to
+// batch.output. Throws unsupported_error for variable-size records (record_bytes == 0) and
 // config_error when record_bytes differs from record_elems or data/output are too small.
 template <normalize_output Out>
 class normalize_transform {
  public:
   explicit normalize_transform(normalizer<Out> n) : n_(n) {}
 
-  void operator()(device_batch_view& batch, cudaStream_t stream) const {
+  void operator()(const device_batch_view& batch, cudaStream_t stream) const {
     if (batch.record_bytes == 0)
       throw unsupported_error("normalize_transform: records vary in size; normalisation needs "
                               "fixed-size records");
@@ -158,16 +158,15 @@ class normalize_transform {
                          std::to_string(batch.record_bytes) + " bytes but the normalizer expects " +
                          std::to_string(n_.record_elems()));
     const std::size_t elems = batch.records * batch.record_bytes;
-    if (batch.records != 0 && (elems / batch.records != batch.record_bytes || batch.bytes < elems ||
+    if (batch.records != 0 && (elems / batch.records != batch.record_bytes || batch.data_bytes < elems ||
                                batch.output_bytes / sizeof(Out) < elems))
       throw config_error("normalize_transform: batch of " + std::to_string(batch.records) +
                          " records needs " + std::to_string(elems) + " input bytes (has " +
-                         std::to_string(batch.bytes) + ") and " +
+                         std::to_string(batch.data_bytes) + ") and " +
                          std::to_string(elems * sizeof(Out)) + " output bytes (has " +
                          std::to_string(batch.output_bytes) + ")");
     n_(reinterpret_cast<const std::uint8_t*>(batch.data), reinterpret_cast<Out*>(batch.output),
        batch.records, stream);
-    batch.output_bytes = elems * sizeof(Out);
   }
 
   [[nodiscard]] const normalizer<Out>& get() const noexcept { return n_; }

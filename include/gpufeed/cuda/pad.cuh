@@ -291,8 +291,7 @@ class padder {
 }
 
 // A padder as a loader transform: pads the batch's variable-size records (batch.offsets) into
-// batch.output laid out as above, writing the status to `status` (the padder's own when null),
-// and sets output_bytes. Holds a pointer to the padder, which must outlive it. Throws
+// batch.output laid out as above, writing the status to `status` (the padder's own when null). Holds a pointer to the padder, which must outlive it. Throws
 // unsupported_error for a batch without offsets and config_error for a too small output.
 class pad_transform {
  public:
@@ -300,7 +299,7 @@ class pad_transform {
       : padder_(&p), max_len_(max_len), status_(status) {}
   pad_transform(padder&&, std::size_t, pad_status* = nullptr) = delete;  // would dangle
 
-  void operator()(device_batch_view& batch, cudaStream_t stream) const {
+  void operator()(const device_batch_view& batch, cudaStream_t stream) const {
     if (batch.offsets == nullptr)
       throw unsupported_error("pad_transform: the batch has no offsets (fixed-size records)");
     const std::size_t eb = padder_->element().bytes;
@@ -310,7 +309,7 @@ class pad_transform {
                          " bytes; " + std::to_string(need) + " needed");
     packed_batch in;
     in.data = batch.data;
-    in.bytes = batch.bytes;
+    in.bytes = batch.data_bytes;
     in.offsets = batch.offsets;
     in.records = batch.records;
     padded_batch out;
@@ -319,7 +318,6 @@ class pad_transform {
         batch.output + pad_transform_lengths_offset(batch.records, max_len_, eb));
     out.max_len = max_len_;
     (*padder_)(in, out, stream, status_);
-    batch.output_bytes = need;
   }
 
  private:
