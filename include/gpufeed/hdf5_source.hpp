@@ -13,8 +13,10 @@
 // Debian's libhdf5 is built thread-safe, which means one global lock around every call: 8
 // threads calling H5Dread read slower (2.37 GB/s) than one (3.60 GB/s) on a 16-core H200 host,
 // while pread from the page cache scales to 74 GB/s. So HDF5 is used only at open time, to
-// build an index of byte extents (H5Dget_offset for contiguous data, H5Dget_chunk_info_by_coord
-// for every chunk); reads then run in the calling thread without any lock:
+// build an index of byte extents (H5Dget_offset for contiguous data; for every chunk, one index
+// lookup through H5Dread_chunk with a capturing file driver, because 1.10.8's
+// H5Dget_chunk_info[_by_coord] scan all chunks per call — see detail/hdf5/index_driver.hpp);
+// reads then run in the calling thread without any lock:
 //   pread_raw         contiguous data, or unfiltered chunks: one pread per record (per chunk
 //                     part) on a shared read-only descriptor, straight into the caller's buffer.
 //   pread_decode      as above, plus work HDF5 would do, done by gpufeed in the calling thread:

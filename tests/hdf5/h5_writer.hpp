@@ -41,6 +41,8 @@ struct dataset_spec {
   std::vector<hsize_t> dims;
   std::vector<hsize_t> chunk;          // empty: contiguous (or compact / external)
   bool unlimited = false;              // maxdims unlimited (lets chunks exceed the extent)
+  int unlimited_dims = -1;             // with unlimited: only the first n dims (-1: all)
+  bool early_alloc = false;            // H5D_ALLOC_TIME_EARLY (implicit index when unfiltered)
   // Filters, applied in this order when writing: fletcher32_first, shuffle, deflate,
   // fletcher32 (the order h5py uses, with an optional checksum before compression too).
   bool fletcher32_first = false;
@@ -59,10 +61,13 @@ struct dataset_spec {
 // Writes one dataset into an open file. `data` holds the full extent in mem_type.
 inline void write_dataset(hid_t file, const dataset_spec& s, const void* data) {
   const int rank = static_cast<int>(s.dims.size());
-  const std::vector<hsize_t> maxdims(s.dims.size(), H5S_UNLIMITED);
+  std::vector<hsize_t> maxdims(s.dims);
+  for (std::size_t d = 0; d < maxdims.size(); ++d)
+    if (s.unlimited_dims < 0 || static_cast<int>(d) < s.unlimited_dims) maxdims[d] = H5S_UNLIMITED;
   h5_id space(H5Screate_simple(rank, s.dims.data(), s.unlimited ? maxdims.data() : nullptr),
               H5Sclose, "H5Screate_simple");
   h5_id dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, "H5Pcreate");
+  if (s.early_alloc) h5_check(H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY), "alloc_time");
   if (!s.chunk.empty()) {
     h5_check(H5Pset_chunk(dcpl, rank, s.chunk.data()), "H5Pset_chunk");
     if (s.fletcher32_first) h5_check(H5Pset_fletcher32(dcpl), "H5Pset_fletcher32");
@@ -100,9 +105,10 @@ inline void write_dataset(hid_t file, const dataset_spec& s, const void* data) {
 // An HDF5 file created (truncated) for writing, closed on destruction.
 class h5_file {
  public:
-  explicit h5_file(const std::filesystem::path& path)
-      : id_(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose,
-            "H5Fcreate") {}
+  // latest: the 1.10 file format (chunk indexes: single chunk, implicit, fixed array,
+  // extensible array, v2 B-tree) instead of the default v1 B-tree everywhere.
+  explicit h5_file(const std::filesystem::path& path, bool latest = false)
+      : id_(create(path, latest), H5Fclose, "H5Fcreate") {}
   template <class T>
   void add(const dataset_spec& s, const std::vector<T>& data) {
     write_dataset(id_, s, data.data());
@@ -111,6 +117,11 @@ class h5_file {
   hid_t id() const { return id_; }
 
  private:
+  static hid_t create(const std::filesystem::path& path, bool latest) {
+    h5_id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, "H5Pcreate");
+    if (latest) h5_check(H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST), "libver");
+    return H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+  }
   h5_id id_;
 };
 

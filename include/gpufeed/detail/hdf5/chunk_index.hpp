@@ -1,8 +1,10 @@
 // gpufeed — the byte-extent index of a dataset's storage, and the choice of read path.
 //
 // Contiguous storage: H5Dget_offset gives the address of element 0; record bytes follow
-// row-major. Chunked storage: H5Dget_chunk_info_by_coord (HDF5 >= 1.10.5; H5Dchunk_iter is not
-// in 1.10.8) gives each chunk's address, stored size and filter mask. Anything else, a filter
+// row-major. Chunked storage: for each chunk, H5Dget_chunk_storage_size and H5Dread_chunk under
+// a capture of index_driver give its address, stored size and filter mask with one index lookup
+// each (1.10.8's H5Dget_chunk_info[_by_coord] scan every chunk per call: quadratic; H5Dchunk_iter
+// is not in 1.10.8 — see index_driver.hpp). Anything else, a filter
 // gpufeed does not decode, a type HDF5 must convert, or chunks never written (HDF5 would supply
 // the fill value) is read through H5Dread, with the reason recorded.
 #pragma once
@@ -12,10 +14,12 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "gpufeed/detail/hdf5/dtype.hpp"
+#include "gpufeed/detail/hdf5/index_driver.hpp"
 #include "gpufeed/detail/hdf5/library.hpp"
 #include "gpufeed/detail/hdf5/shard.hpp"
 #include "gpufeed/error.hpp"
@@ -108,21 +112,40 @@ inline std::string index_chunks(shard_index& s, hid_t dset, hid_t dcpl, const st
   s.chunks.resize(static_cast<std::size_t>(g.chunk_count));
   coords pos{};
   std::array<hsize_t, max_rank> offset{};
+  std::unique_ptr<unsigned char[]> sink;  // H5Dread_chunk's buffer: the driver never fills it
+  std::size_t sink_size = 0;
+  raw_read_capture seen;
   for (std::uint64_t k = 0; k < g.chunk_count; ++k) {
-    for (int d = 0; d < s.rank; ++d) offset[d] = pos[d] * g.chunk[d];
-    unsigned mask = 0;
-    haddr_t addr = HADDR_UNDEF;
-    hsize_t size = 0;
-    if (H5Dget_chunk_info_by_coord(dset, offset.data(), &mask, &addr, &size) < 0)
-      throw_hdf5("cannot look up the chunk at " + coords_text(pos, s.rank), file,
-                 "H5Dget_chunk_info_by_coord");
-    if (addr == HADDR_UNDEF || size == 0) {
+    coords origin{};
+    for (int d = 0; d < s.rank; ++d) origin[d] = offset[d] = pos[d] * g.chunk[d];
+    hsize_t stored = 0;
+    if (H5Dget_chunk_storage_size(dset, offset.data(), &stored) < 0 || stored == 0) {
+      take_error_stack();
       s.chunks.clear();
-      coords origin{};
-      for (int d = 0; d < s.rank; ++d) origin[d] = offset[d];
       return "the chunk at " + coords_text(origin, s.rank) +
              " was never written: HDF5 supplies the fill value";
     }
+    if (stored > sink_size) {
+      sink.reset(new unsigned char[static_cast<std::size_t>(stored)]);
+      sink_size = static_cast<std::size_t>(stored);
+    }
+    std::uint32_t mask = 0;
+    herr_t rc = 0;
+    {
+      capture_scope arm(seen);
+      rc = H5Dread_chunk(dset, H5P_DEFAULT, offset.data(), &mask, sink.get());
+    }
+    if (rc < 0) {
+      s.chunks.clear();
+      return "HDF5 cannot locate the chunk at " + coords_text(origin, s.rank) + " (" +
+             take_error_stack() + ")";
+    }
+    if (seen.reads != 1 || seen.size != stored) {  // not the single raw read expected
+      s.chunks.clear();
+      return "the file extent of the chunk at " + coords_text(origin, s.rank) +
+             " could not be determined";
+    }
+    const std::uint64_t addr = seen.address, size = seen.size;
     if (addr > s.file.size() || size > s.file.size() - addr)
       format_fail("chunk bytes [" + std::to_string(addr) + ", " + std::to_string(addr + size) +
                       ") lie past the end of the file (" + std::to_string(s.file.size()) +

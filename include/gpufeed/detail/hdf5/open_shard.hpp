@@ -21,6 +21,7 @@
 #include "gpufeed/detail/hdf5/blob_index.hpp"
 #include "gpufeed/detail/hdf5/chunk_index.hpp"
 #include "gpufeed/detail/hdf5/dtype.hpp"
+#include "gpufeed/detail/hdf5/index_driver.hpp"
 #include "gpufeed/detail/hdf5/library.hpp"
 #include "gpufeed/detail/hdf5/shard.hpp"
 #include "gpufeed/error.hpp"
@@ -128,7 +129,12 @@ inline shard_index open_shard(const std::filesystem::path& p, const open_request
     take_error_stack();
     format_fail("not an HDF5 file", file);
   }
-  handle fid = checked<format_error>(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT),
+  // Opened through index_driver, which reports chunk extents (see index_driver.hpp).
+  const hid_t driver = index_driver::id();
+  if (driver < 0) throw_hdf5("cannot register gpufeed's HDF5 file driver", file, "H5FDregister");
+  handle fapl = checked(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, "H5Pcreate", "no fapl", file);
+  check(H5Pset_driver(fapl.get(), driver, nullptr), "H5Pset_driver", "cannot set the driver", file);
+  handle fid = checked<format_error>(H5Fopen(file.c_str(), H5F_ACC_RDONLY, fapl.get()),
                                      H5Fclose, "H5Fopen",
                                      "cannot open the HDF5 file (truncated or damaged?)", file);
   handle dset = open_dataset(fid.get(), req.dataset, file);
