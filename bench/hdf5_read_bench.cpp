@@ -223,7 +223,8 @@ std::vector<result> bench_file(const std::string& name, const std::filesystem::p
   std::vector<result> out;
   for (unsigned t : thread_counts) {
     if (with_pread)
-      out.push_back(run<int>(name, "pread", t, n, [](unsigned) { return 0; }, pread_one));
+      out.push_back(run<int>(
+          name, "pread", t, n, [](unsigned) { return 0; }, pread_one));
     out.push_back(run<gpufeed::hdf5_source::reader>(
         name, "hdf5_source", t, n, [&](unsigned) { return src.make_reader(); }, source_one));
     out.push_back(run<h5dread_state>(name, "H5Dread", t, n, h5d_state, h5d_one));
@@ -266,7 +267,8 @@ void print_table(std::FILE* o, const std::vector<result>& rs, const std::string&
     if (ceiling > 0) std::fprintf(o, ", %.2fx pread", r.gbps / ceiling);
     std::fprintf(o, "\n");
   }
-  std::fprintf(o, "  best hdf5_source / best H5Dread: %.1fx\n", best_h5 > 0 ? best_src / best_h5 : 0);
+  std::fprintf(o, "  best hdf5_source / best H5Dread: %.1fx\n",
+               best_h5 > 0 ? best_src / best_h5 : 0);
 }
 
 }  // namespace
@@ -279,15 +281,22 @@ int main(int argc, char** argv) try {
       if (a + 1 >= argc) die(arg + " needs a value");
       return argv[++a];
     };
-    if (arg == "--gib") opt.gib = std::stod(value());
-    else if (arg == "--quick") opt.gib = 0.25;
-    else if (arg == "--threads") opt.threads = static_cast<unsigned>(std::stoul(value()));
-    else if (arg == "--rows-per-chunk") opt.rows_per_chunk = std::stoull(value());
-    else if (arg == "--dir") opt.dir = value();
-    else if (arg == "--json") opt.json = true;
+    if (arg == "--gib")
+      opt.gib = std::stod(value());
+    else if (arg == "--quick")
+      opt.gib = 0.25;
+    else if (arg == "--threads")
+      opt.threads = static_cast<unsigned>(std::stoul(value()));
+    else if (arg == "--rows-per-chunk")
+      opt.rows_per_chunk = std::stoull(value());
+    else if (arg == "--dir")
+      opt.dir = value();
+    else if (arg == "--json")
+      opt.json = true;
     else {
-      std::fprintf(stderr, "usage: hdf5_read_bench [--gib G | --quick] [--threads T] "
-                           "[--rows-per-chunk R] [--dir D] [--json]\n");
+      std::fprintf(stderr,
+                   "usage: hdf5_read_bench [--gib G | --quick] [--threads T] "
+                   "[--rows-per-chunk R] [--dir D] [--json]\n");
       return arg == "--help" ? 0 : 2;
     }
   }
@@ -313,8 +322,9 @@ int main(int argc, char** argv) try {
   rs.insert(rs.end(), z.begin(), z.end());
 
   std::FILE* table = opt.json ? stderr : stdout;
-  std::fprintf(table, "hdf5_read_bench: %u hardware threads; contiguous %llu records, deflate %llu "
-                      "records (%llu rows/chunk), 16 KiB each, page cache\n",
+  std::fprintf(table,
+               "hdf5_read_bench: %u hardware threads; contiguous %llu records, deflate %llu "
+               "records (%llu rows/chunk), 16 KiB each, page cache\n",
                std::thread::hardware_concurrency(), static_cast<unsigned long long>(n),
                static_cast<unsigned long long>(nz),
                static_cast<unsigned long long>(opt.rows_per_chunk));
@@ -323,10 +333,11 @@ int main(int argc, char** argv) try {
   if (opt.json) {
     std::printf("[\n");
     for (std::size_t k = 0; k < rs.size(); ++k)
-      std::printf("  {\"file\": \"%s\", \"method\": \"%s\", \"threads\": %u, \"seconds\": %.6f, "
-                  "\"gb_per_s\": %.4f, \"records_per_s\": %.1f}%s\n",
-                  rs[k].file.c_str(), rs[k].method.c_str(), rs[k].threads, rs[k].seconds,
-                  rs[k].gbps, rs[k].rps, k + 1 < rs.size() ? "," : "");
+      std::printf(
+          "  {\"file\": \"%s\", \"method\": \"%s\", \"threads\": %u, \"seconds\": %.6f, "
+          "\"gb_per_s\": %.4f, \"records_per_s\": %.1f}%s\n",
+          rs[k].file.c_str(), rs[k].method.c_str(), rs[k].threads, rs[k].seconds, rs[k].gbps,
+          rs[k].rps, k + 1 < rs.size() ? "," : "");
     std::printf("]\n");
   }
   return 0;

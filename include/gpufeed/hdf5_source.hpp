@@ -56,8 +56,8 @@
 namespace gpufeed {
 
 struct hdf5_options {
-  std::string dataset = "data";       // fixed-shape dataset: record = one row along dimension 0
-  std::string label_dataset;          // optional 1-D integer dataset, one entry per record
+  std::string dataset = "data";  // fixed-shape dataset: record = one row along dimension 0
+  std::string label_dataset;     // optional 1-D integer dataset, one entry per record
   enum class layout_kind { automatic, fixed, blob };
   // automatic: blob when `dataset` is 1-D uint8 and an "offsets" dataset sits beside it
   // (record i = data[offsets[i] .. offsets[i+1])); otherwise fixed.
@@ -68,9 +68,12 @@ enum class hdf5_read_path { pread_raw, pread_decode, h5dread_fallback };
 
 inline std::string to_string(hdf5_read_path p) {
   switch (p) {
-    case hdf5_read_path::pread_raw: return "pread_raw";
-    case hdf5_read_path::pread_decode: return "pread_decode";
-    case hdf5_read_path::h5dread_fallback: return "h5dread_fallback";
+    case hdf5_read_path::pread_raw:
+      return "pread_raw";
+    case hdf5_read_path::pread_decode:
+      return "pread_decode";
+    case hdf5_read_path::h5dread_fallback:
+      return "h5dread_fallback";
   }
   return "unknown";
 }
@@ -78,17 +81,17 @@ inline std::string to_string(hdf5_read_path p) {
 struct hdf5_shard_info {
   std::filesystem::path path;
   std::uint64_t first_record = 0, records = 0;  // place in the global record space
-  std::string layout;                  // "fixed" or "blob"
-  std::string dtype;                   // "uint8", "int16", "float32", ... (+ " big-endian")
-  std::vector<std::uint64_t> shape;    // of the data dataset
-  std::string storage;                 // "contiguous", "chunked", "compact", "virtual", "external"
+  std::string layout;                           // "fixed" or "blob"
+  std::string dtype;                 // "uint8", "int16", "float32", ... (+ " big-endian")
+  std::vector<std::uint64_t> shape;  // of the data dataset
+  std::string storage;               // "contiguous", "chunked", "compact", "virtual", "external"
   std::vector<std::uint64_t> chunk_shape;  // empty unless chunked
-  std::vector<std::string> filters;    // "deflate(level)", "shuffle", "fletcher32", other names
+  std::vector<std::string> filters;        // "deflate(level)", "shuffle", "fletcher32", other names
   // Named read_path, not path: the brief's sketch used `path` for both this and the file, which
   // cannot compile.
   hdf5_read_path read_path = hdf5_read_path::pread_raw;
-  std::string fallback_reason;         // why h5dread_fallback, else empty
-  std::uint64_t data_bytes = 0;        // decoded bytes of all records in this shard
+  std::string fallback_reason;   // why h5dread_fallback, else empty
+  std::uint64_t data_bytes = 0;  // decoded bytes of all records in this shard
 };
 
 // Models gpufeed::source, labeled_source, fixed_size_aware_source and reader_source. Move-only;

@@ -39,21 +39,21 @@ struct dataset_spec {
   hid_t file_type = H5T_NATIVE_UINT8;  // stored type (e.g. H5T_STD_I32BE)
   hid_t mem_type = H5T_NATIVE_UINT8;   // type of the buffer passed in
   std::vector<hsize_t> dims;
-  std::vector<hsize_t> chunk;          // empty: contiguous (or compact / external)
-  bool unlimited = false;              // maxdims unlimited (lets chunks exceed the extent)
-  int unlimited_dims = -1;             // with unlimited: only the first n dims (-1: all)
-  bool early_alloc = false;            // H5D_ALLOC_TIME_EARLY (implicit index when unfiltered)
+  std::vector<hsize_t> chunk;  // empty: contiguous (or compact / external)
+  bool unlimited = false;      // maxdims unlimited (lets chunks exceed the extent)
+  int unlimited_dims = -1;     // with unlimited: only the first n dims (-1: all)
+  bool early_alloc = false;    // H5D_ALLOC_TIME_EARLY (implicit index when unfiltered)
   // Filters, applied in this order when writing: fletcher32_first, shuffle, deflate,
   // fletcher32 (the order h5py uses, with an optional checksum before compression too).
   bool fletcher32_first = false;
   bool shuffle = false;
-  int deflate = -1;                    // level, -1 = none
+  int deflate = -1;  // level, -1 = none
   bool fletcher32 = false;
   bool nbit = false;
   bool scaleoffset = false;
   bool compact = false;
-  std::string external;                // external raw file (absolute path)
-  bool write = true;                   // false: create only (storage never written)
+  std::string external;  // external raw file (absolute path)
+  bool write = true;     // false: create only (storage never written)
   // Write only rows [0, write_rows) when set (the other chunks stay unallocated).
   hsize_t write_rows = 0;
 };
@@ -92,9 +92,9 @@ inline void write_dataset(hid_t file, const dataset_spec& s, const void* data) {
     std::vector<hsize_t> start(s.dims.size(), 0), count(s.dims);
     count[0] = s.write_rows;
     h5_id fspace(H5Dget_space(dset), H5Sclose, "H5Dget_space");
-    h5_check(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start.data(), nullptr, count.data(),
-                                 nullptr),
-             "H5Sselect_hyperslab");
+    h5_check(
+        H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr),
+        "H5Sselect_hyperslab");
     h5_id mspace(H5Screate_simple(rank, count.data(), nullptr), H5Sclose, "H5Screate_simple");
     h5_check(H5Dwrite(dset, s.mem_type, mspace, fspace, H5P_DEFAULT, data), "H5Dwrite");
     return;
@@ -119,7 +119,8 @@ class h5_file {
  private:
   static hid_t create(const std::filesystem::path& path, bool latest) {
     h5_id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, "H5Pcreate");
-    if (latest) h5_check(H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST), "libver");
+    if (latest)
+      h5_check(H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST), "libver");
     return H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
   }
   h5_id id_;

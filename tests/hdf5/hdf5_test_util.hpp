@@ -35,8 +35,7 @@ inline std::size_t count_mismatches(const hdf5_source& src,
   std::vector<std::byte> buf(src.max_record_size() + 16);
   auto check = [&](std::uint64_t i) {
     const auto& want = expected[static_cast<std::size_t>(i)];
-    if (src.record_size(i) != want.size() ||
-        !std::equal(want.begin(), want.end(), buf.begin()))
+    if (src.record_size(i) != want.size() || !std::equal(want.begin(), want.end(), buf.begin()))
       ++bad;
   };
   auto fwd = src.make_reader();

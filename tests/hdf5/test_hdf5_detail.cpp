@@ -15,8 +15,8 @@ using namespace gpufeed::detail::hdf5;
 
 TEST_CASE("validate_blob_offsets") {
   using v = std::vector<std::uint64_t>;
-  CHECK_FALSE(validate_blob_offsets(v{0}, 0));           // zero records
-  CHECK_FALSE(validate_blob_offsets(v{0, 0, 0}, 0));     // empty records
+  CHECK_FALSE(validate_blob_offsets(v{0}, 0));        // zero records
+  CHECK_FALSE(validate_blob_offsets(v{0, 0, 0}, 0));  // empty records
   CHECK_FALSE(validate_blob_offsets(v{0, 5, 5, 9}, 9));
   auto p = validate_blob_offsets(v{0, 5, 4, 9}, 9);
   REQUIRE(p);

@@ -99,9 +99,9 @@ TEST_CASE("truncated file: refused at open") {
   gpufeed::test::temp_dir dir("h5t");
   for (bool chunked : {false, true}) {
     CAPTURE(chunked);
-    const auto path = write_fixed(dir / "t.h5", chunked ? std::vector<hsize_t>{4, 10}
-                                                        : std::vector<hsize_t>{},
-                                  chunked ? 1 : -1, false, 2000);
+    const auto path =
+        write_fixed(dir / "t.h5", chunked ? std::vector<hsize_t>{4, 10} : std::vector<hsize_t>{},
+                    chunked ? 1 : -1, false, 2000);
     std::filesystem::resize_file(path, std::filesystem::file_size(path) / 2);
     auto e = thrown<format_error>([&] { hdf5_source s(path); });
     REQUIRE(e);
@@ -114,9 +114,9 @@ TEST_CASE("file truncated after open: io_error at read, naming the record") {
   gpufeed::test::temp_dir dir("h5u");
   for (bool chunked : {false, true}) {
     CAPTURE(chunked);
-    const auto path = write_fixed(dir / "u.h5", chunked ? std::vector<hsize_t>{4, 10}
-                                                        : std::vector<hsize_t>{},
-                                  chunked ? 1 : -1, false, 2000);
+    const auto path =
+        write_fixed(dir / "u.h5", chunked ? std::vector<hsize_t>{4, 10} : std::vector<hsize_t>{},
+                    chunked ? 1 : -1, false, 2000);
     hdf5_source src(path);
     std::filesystem::resize_file(path, std::filesystem::file_size(path) / 2);
     auto e = thrown<io_error>([&] { read_all(src); });
@@ -343,8 +343,16 @@ TEST_CASE("HDF5 prints nothing to stderr for gpufeed's failed calls") {
   hdf5_options o;
   o.dataset = "missing";
   int failures = 0;
-  try { hdf5_source s(path, o); } catch (const format_error&) { ++failures; }
-  try { hdf5_source s(dir / "text.h5"); } catch (const format_error&) { ++failures; }
+  try {
+    hdf5_source s(path, o);
+  } catch (const format_error&) {
+    ++failures;
+  }
+  try {
+    hdf5_source s(dir / "text.h5");
+  } catch (const format_error&) {
+    ++failures;
+  }
   std::fflush(stderr);
   ::dup2(saved, 2);
   ::close(saved);

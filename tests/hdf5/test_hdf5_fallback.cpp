@@ -161,9 +161,9 @@ TEST_CASE("virtual dataset") {
     gpufeed::test::h5_id space(H5Screate_simple(2, dims, nullptr), H5Sclose, "H5Screate_simple");
     gpufeed::test::h5_id dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, "H5Pcreate");
     gpufeed::test::h5_check(H5Pset_virtual(dcpl, space, ".", "source", space), "H5Pset_virtual");
-    gpufeed::test::h5_id d(H5Dcreate2(f.id(), "data", H5T_STD_I64LE, space, H5P_DEFAULT, dcpl,
-                                      H5P_DEFAULT),
-                           H5Dclose, "H5Dcreate2");
+    gpufeed::test::h5_id d(
+        H5Dcreate2(f.id(), "data", H5T_STD_I64LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), H5Dclose,
+        "H5Dcreate2");
   }
   hdf5_source src(dir / "v.h5");
   expect_fallback(src, "virtual", "virtual");

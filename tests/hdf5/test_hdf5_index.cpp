@@ -75,7 +75,14 @@ TEST_CASE("chunk extents match H5Dget_chunk_info_by_coord for every index type")
   const auto v = pattern<std::uint16_t>(45 * 7 * 3, 8);
   for (const kind& k : {
            kind{"v1 B-tree", false, false, -1, false, 3, {4, 3, 3}, H5D_CHUNK_IDX_BTREE},
-           kind{"v1 B-tree, unfiltered", false, false, -1, false, -1, {5, 7, 2}, H5D_CHUNK_IDX_BTREE},
+           kind{"v1 B-tree, unfiltered",
+                false,
+                false,
+                -1,
+                false,
+                -1,
+                {5, 7, 2},
+                H5D_CHUNK_IDX_BTREE},
            kind{"fixed array", true, false, -1, false, 3, {4, 3, 3}, H5D_CHUNK_IDX_FARRAY},
            kind{"extensible array", true, true, 1, false, 3, {4, 7, 3}, H5D_CHUNK_IDX_EARRAY},
            kind{"v2 B-tree", true, true, -1, false, 3, {6, 2, 3}, H5D_CHUNK_IDX_BT2},
@@ -138,7 +145,8 @@ TEST_CASE("chunks stored with some filters skipped (filter mask) read back exact
       std::vector<std::byte> stored(raw, raw + chunk_elems * 4);
       if (row == 8) {  // byte planes, as HDF5's shuffle writes them
         for (std::size_t b = 0; b < 4; ++b)
-          for (std::size_t i = 0; i < chunk_elems; ++i) stored[b * chunk_elems + i] = raw[i * 4 + b];
+          for (std::size_t i = 0; i < chunk_elems; ++i)
+            stored[b * chunk_elems + i] = raw[i * 4 + b];
       }
       stored = with_checksum(std::move(stored));
       const hsize_t offset[2] = {row, 0};

@@ -242,11 +242,12 @@ TEST_CASE("blob layout: contiguous, chunked+deflate, chunked+shuffle+deflate+fle
     bool sf;
     hdf5_read_path path;
   };
-  for (const variant& var : {variant{"contiguous", {}, -1, false, hdf5_read_path::pread_raw},
-                             variant{"chunked raw", {100}, -1, false, hdf5_read_path::pread_raw},
-                             variant{"chunked deflate", {64}, 6, false, hdf5_read_path::pread_decode},
-                             variant{"big chunks", {4096}, 6, true, hdf5_read_path::pread_decode},
-                             variant{"all filters", {37}, 2, true, hdf5_read_path::pread_decode}}) {
+  for (const variant& var :
+       {variant{"contiguous", {}, -1, false, hdf5_read_path::pread_raw},
+        variant{"chunked raw", {100}, -1, false, hdf5_read_path::pread_raw},
+        variant{"chunked deflate", {64}, 6, false, hdf5_read_path::pread_decode},
+        variant{"big chunks", {4096}, 6, true, hdf5_read_path::pread_decode},
+        variant{"all filters", {37}, 2, true, hdf5_read_path::pread_decode}}) {
     CAPTURE(var.name);
     const auto path = dir / (std::string(var.name) + ".h5");
     write_blob(path, b, var.chunk, var.deflate, var.sf);

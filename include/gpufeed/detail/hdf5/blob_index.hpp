@@ -27,22 +27,24 @@ struct blob_index_problem {
 inline std::optional<blob_index_problem> validate_blob_offsets(
     std::span<const std::uint64_t> offsets, std::uint64_t data_length) {
   auto problem = [](std::size_t entry, std::optional<std::uint64_t> record, std::string message) {
-    return std::optional<blob_index_problem>(
-        blob_index_problem{entry, record, std::move(message)});
+    return std::optional<blob_index_problem>(blob_index_problem{entry, record, std::move(message)});
   };
   if (offsets.empty())
-    return problem(0, std::nullopt, "the offsets dataset is empty; N records need N+1 offsets (at least 1)");
+    return problem(0, std::nullopt,
+                   "the offsets dataset is empty; N records need N+1 offsets (at least 1)");
   if (offsets[0] != 0)
     return problem(0, 0, "offsets[0] is " + std::to_string(offsets[0]) + ", expected 0");
   for (std::size_t i = 1; i < offsets.size(); ++i) {
     if (offsets[i] < offsets[i - 1])
-      return problem(i, i - 1, "offsets decrease at entry " + std::to_string(i) + " (" +
-                            std::to_string(offsets[i - 1]) + " then " +
-                            std::to_string(offsets[i]) + ")");
+      return problem(i, i - 1,
+                     "offsets decrease at entry " + std::to_string(i) + " (" +
+                         std::to_string(offsets[i - 1]) + " then " + std::to_string(offsets[i]) +
+                         ")");
     if (offsets[i] > data_length)
-      return problem(i, i - 1, "offsets[" + std::to_string(i) + "] = " + std::to_string(offsets[i]) +
-                            " points past the end of the data (" + std::to_string(data_length) +
-                            " bytes)");
+      return problem(i, i - 1,
+                     "offsets[" + std::to_string(i) + "] = " + std::to_string(offsets[i]) +
+                         " points past the end of the data (" + std::to_string(data_length) +
+                         " bytes)");
   }
   if (offsets.back() != data_length)
     return problem(offsets.size() - 1, std::nullopt,

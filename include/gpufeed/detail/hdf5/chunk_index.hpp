@@ -185,14 +185,17 @@ inline void index_storage(shard_index& s, hid_t dset, const dtype_info& dt,
       storage = "virtual";
       reason = "virtual dataset: the data lives in other datasets";
       break;
-    case H5D_CHUNKED: storage = "chunked"; break;
+    case H5D_CHUNKED:
+      storage = "chunked";
+      break;
     case H5D_CONTIGUOUS:
       storage = externals > 0 ? "external" : "contiguous";
       if (externals > 0)
-        reason = "external storage: the data lives in " + std::to_string(externals) +
-                 " other file(s)";
+        reason =
+            "external storage: the data lives in " + std::to_string(externals) + " other file(s)";
       break;
-    default: throw_hdf5("unknown storage layout", file, "H5Pget_layout", layout);
+    default:
+      throw_hdf5("unknown storage layout", file, "H5Pget_layout", layout);
   }
   if (layout == H5D_CHUNKED) {
     const std::string filters = read_pipeline(s, dcpl.get(), file);

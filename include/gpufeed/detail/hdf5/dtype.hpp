@@ -12,28 +12,40 @@
 namespace gpufeed::detail::hdf5 {
 
 struct dtype_info {
-  std::string name;          // "uint8", "int16", "float32", ... (+ " big-endian" when not native)
-  std::size_t size = 0;      // bytes per element delivered (the native memory type's size)
-  bool swap = false;         // stored in the other byte order: reverse each element's bytes
-  bool exact = false;        // stored bytes (after `swap`) are what H5Dread with `memtype` gives
-  std::string not_exact_why; // when !exact: why HDF5 must convert (read through H5Dread)
-  handle memtype;            // H5Tget_native_type of the stored type: what H5Dread converts to
+  std::string name;           // "uint8", "int16", "float32", ... (+ " big-endian" when not native)
+  std::size_t size = 0;       // bytes per element delivered (the native memory type's size)
+  bool swap = false;          // stored in the other byte order: reverse each element's bytes
+  bool exact = false;         // stored bytes (after `swap`) are what H5Dread with `memtype` gives
+  std::string not_exact_why;  // when !exact: why HDF5 must convert (read through H5Dread)
+  handle memtype;             // H5Tget_native_type of the stored type: what H5Dread converts to
 };
 
 inline const char* type_class_name(H5T_class_t c) noexcept {
   switch (c) {
-    case H5T_INTEGER: return "integer";
-    case H5T_FLOAT: return "floating-point";
-    case H5T_TIME: return "time";
-    case H5T_STRING: return "string";
-    case H5T_BITFIELD: return "bitfield";
-    case H5T_OPAQUE: return "opaque";
-    case H5T_COMPOUND: return "compound";
-    case H5T_REFERENCE: return "reference";
-    case H5T_ENUM: return "enum";
-    case H5T_VLEN: return "variable-length";
-    case H5T_ARRAY: return "array";
-    default: return "unknown";
+    case H5T_INTEGER:
+      return "integer";
+    case H5T_FLOAT:
+      return "floating-point";
+    case H5T_TIME:
+      return "time";
+    case H5T_STRING:
+      return "string";
+    case H5T_BITFIELD:
+      return "bitfield";
+    case H5T_OPAQUE:
+      return "opaque";
+    case H5T_COMPOUND:
+      return "compound";
+    case H5T_REFERENCE:
+      return "reference";
+    case H5T_ENUM:
+      return "enum";
+    case H5T_VLEN:
+      return "variable-length";
+    case H5T_ARRAY:
+      return "array";
+    default:
+      return "unknown";
   }
 }
 
@@ -68,24 +80,25 @@ inline dtype_info describe_dtype(hid_t ftype, const std::string& file, const std
   d.swap = fsize > 1 && order != native;
   if (d.swap) d.name += order == H5T_ORDER_BE ? " big-endian" : " little-endian";
 
-  d.memtype = checked(H5Tget_native_type(ftype, H5T_DIR_ASCEND), H5Tclose,
-                      "H5Tget_native_type", "cannot find a native type for " + what, file);
+  d.memtype = checked(H5Tget_native_type(ftype, H5T_DIR_ASCEND), H5Tclose, "H5Tget_native_type",
+                      "cannot find a native type for " + what, file);
   d.size = H5Tget_size(d.memtype.get());
   if (d.size != fsize) {
-    d.not_exact_why = "its " + d.name + " elements are converted to " +
-                      std::to_string(d.size) + "-byte native values";
+    d.not_exact_why = "its " + d.name + " elements are converted to " + std::to_string(d.size) +
+                      "-byte native values";
     return d;
   }
   // Equal to the native type once the byte order matches? Then a byte swap is all HDF5 would
   // do. Not equal (padding bits, a partial precision, a non-IEEE float layout): HDF5 converts.
   handle as_native = checked(H5Tcopy(ftype), H5Tclose, "H5Tcopy", "cannot copy the type", file);
-  if (fsize > 1) check(H5Tset_order(as_native.get(), native), "H5Tset_order", "cannot set order", file);
-  const htri_t same = check(H5Tequal(as_native.get(), d.memtype.get()), "H5Tequal",
-                            "cannot compare types", file);
+  if (fsize > 1)
+    check(H5Tset_order(as_native.get(), native), "H5Tset_order", "cannot set order", file);
+  const htri_t same =
+      check(H5Tequal(as_native.get(), d.memtype.get()), "H5Tequal", "cannot compare types", file);
   d.exact = same > 0;
   if (!d.exact)
-    d.not_exact_why = "its " + d.name +
-                      " type (precision, offset or float layout) needs conversion by HDF5";
+    d.not_exact_why =
+        "its " + d.name + " type (precision, offset or float layout) needs conversion by HDF5";
   return d;
 }
 

@@ -52,10 +52,9 @@ inline std::uint32_t fletcher32(const std::byte* data, std::size_t n) noexcept {
 inline bool fletcher32_matches(const std::byte* data, std::size_t n) noexcept {
   if (n < 4) return false;
   const auto* t = reinterpret_cast<const unsigned char*>(data + n - 4);
-  const std::uint32_t stored = static_cast<std::uint32_t>(t[0]) |
-                               (static_cast<std::uint32_t>(t[1]) << 8) |
-                               (static_cast<std::uint32_t>(t[2]) << 16) |
-                               (static_cast<std::uint32_t>(t[3]) << 24);
+  const std::uint32_t stored =
+      static_cast<std::uint32_t>(t[0]) | (static_cast<std::uint32_t>(t[1]) << 8) |
+      (static_cast<std::uint32_t>(t[2]) << 16) | (static_cast<std::uint32_t>(t[3]) << 24);
   const std::uint32_t sum = fletcher32(data, n - 4);
   const std::uint32_t reversed = ((sum & 0x00ff00ffu) << 8) | ((sum >> 8) & 0x00ff00ffu);
   return stored == sum || stored == reversed;

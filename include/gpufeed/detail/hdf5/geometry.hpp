@@ -101,7 +101,8 @@ class chunk_part {
     std::uint64_t run = hi_[p_] - lo_[p_];
     while (p_ > 0) {
       const int d = p_;
-      const bool full_in_chunk = lo_[d] == chunk_origin_[d] && hi_[d] == chunk_origin_[d] + cg.chunk[d];
+      const bool full_in_chunk =
+          lo_[d] == chunk_origin_[d] && hi_[d] == chunk_origin_[d] + cg.chunk[d];
       const bool full_in_box = lo_[d] == box.start[d] && hi_[d] == box.start[d] + box.count[d];
       if (!full_in_chunk || !full_in_box) break;
       --p_;

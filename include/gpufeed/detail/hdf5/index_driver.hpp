@@ -38,9 +38,11 @@ inline thread_local raw_read_capture* armed_capture = nullptr;
 
 class index_driver {
  public:
-  // The registered driver's id (registered once per process).
+  // The registered driver's id: registered on first use, and again if HDF5 was closed and
+  // reinitialised meanwhile. The caller holds a library_lock.
   static hid_t id() {
-    static const hid_t driver = H5FDregister(&driver_class());
+    static hid_t driver = H5I_INVALID_HID;
+    if (driver < 0 || H5Iis_valid(driver) <= 0) driver = H5FDregister(&driver_class());
     return driver;
   }
 
@@ -59,7 +61,8 @@ class index_driver {
   static constexpr haddr_t max_address = (haddr_t{1} << 63) - 1;
 
   static H5FD_t* open(const char* name, unsigned flags, hid_t, haddr_t maxaddr) noexcept {
-    if ((flags & (H5F_ACC_RDWR | H5F_ACC_CREAT | H5F_ACC_TRUNC | H5F_ACC_EXCL)) != 0) return nullptr;
+    if ((flags & (H5F_ACC_RDWR | H5F_ACC_CREAT | H5F_ACC_TRUNC | H5F_ACC_EXCL)) != 0)
+      return nullptr;
     if (!name || !*name || maxaddr == 0 || maxaddr == HADDR_UNDEF || maxaddr > max_address)
       return nullptr;
     const int fd = ::open(name, O_RDONLY | O_CLOEXEC);

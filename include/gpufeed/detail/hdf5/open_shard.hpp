@@ -53,7 +53,8 @@ inline std::vector<std::uint64_t> dataset_dims(hid_t dset, const std::string& fi
                                                const std::string& name) {
   handle space = checked(H5Dget_space(dset), H5Sclose, "H5Dget_space", "no dataspace", file);
   const int rank = H5Sget_simple_extent_ndims(space.get());
-  if (rank < 0) throw_hdf5("cannot read the extent of '" + name + "'", file, "H5Sget_simple_extent_ndims");
+  if (rank < 0)
+    throw_hdf5("cannot read the extent of '" + name + "'", file, "H5Sget_simple_extent_ndims");
   if (rank == 0)
     format_fail("dataset '" + name + "' is a scalar; records are rows along dimension 0", file);
   std::array<hsize_t, max_rank> d{};
@@ -134,9 +135,9 @@ inline shard_index open_shard(const std::filesystem::path& p, const open_request
   if (driver < 0) throw_hdf5("cannot register gpufeed's HDF5 file driver", file, "H5FDregister");
   handle fapl = checked(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, "H5Pcreate", "no fapl", file);
   check(H5Pset_driver(fapl.get(), driver, nullptr), "H5Pset_driver", "cannot set the driver", file);
-  handle fid = checked<format_error>(H5Fopen(file.c_str(), H5F_ACC_RDONLY, fapl.get()),
-                                     H5Fclose, "H5Fopen",
-                                     "cannot open the HDF5 file (truncated or damaged?)", file);
+  handle fid =
+      checked<format_error>(H5Fopen(file.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose, "H5Fopen",
+                            "cannot open the HDF5 file (truncated or damaged?)", file);
   handle dset = open_dataset(fid.get(), req.dataset, file);
   const std::string what = "dataset '" + req.dataset + "'";
   const auto dims = dataset_dims(dset.get(), file, req.dataset);
@@ -153,7 +154,8 @@ inline shard_index open_shard(const std::filesystem::path& p, const open_request
   handle offs;
   if (req.layout == 2) {
     offs = open_dataset(fid.get(), offsets_name, file);
-  } else if (req.layout == 0 && bytes_1d && H5Lexists(fid.get(), offsets_name.c_str(), H5P_DEFAULT) > 0) {
+  } else if (req.layout == 0 && bytes_1d &&
+             H5Lexists(fid.get(), offsets_name.c_str(), H5P_DEFAULT) > 0) {
     offs = open_dataset(fid.get(), offsets_name, file);
   }
   take_error_stack();  // H5Lexists may leave entries for missing groups
@@ -165,7 +167,8 @@ inline shard_index open_shard(const std::filesystem::path& p, const open_request
                   file);
     const std::uint64_t n = check_1d_integer(offs.get(), file, offsets_name, true);
     s.offsets = read_1d<std::uint64_t>(offs.get(), H5T_NATIVE_UINT64, n, file, offsets_name);
-    if (auto bad = validate_blob_offsets(s.offsets, dims[0])) format_fail(bad->message, file, bad->record);
+    if (auto bad = validate_blob_offsets(s.offsets, dims[0]))
+      format_fail(bad->message, file, bad->record);
     s.records = s.offsets.size() - 1;
     for (std::uint64_t i = 0; i < s.records; ++i)
       s.max_record = std::max(s.max_record, s.record_bytes(i));
@@ -176,7 +179,8 @@ inline shard_index open_shard(const std::filesystem::path& p, const open_request
     mul_checked(row, dims[0], file);
     s.row_bytes = s.max_record = static_cast<std::size_t>(row);
   }
-  if (!req.label_dataset.empty()) s.labels = read_labels(fid.get(), req.label_dataset, s.records, file);
+  if (!req.label_dataset.empty())
+    s.labels = read_labels(fid.get(), req.label_dataset, s.records, file);
 
   shard_description& desc = s.description;
   desc.layout = s.blob ? "blob" : "fixed";

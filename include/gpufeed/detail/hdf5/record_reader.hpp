@@ -87,7 +87,9 @@ class chunk_cache {
     slots_[victim].used = ++tick_;
     return victim;
   }
-  std::span<std::byte> buffer(std::size_t k, std::size_t bytes) { return slots_[k].bytes.get(bytes); }
+  std::span<std::byte> buffer(std::size_t k, std::size_t bytes) {
+    return slots_[k].bytes.get(bytes);
+  }
   void commit(std::size_t k, std::uint64_t key) {
     slots_[k].key = key;
     if (capacity_ > linear_limit) map_[key] = k;
@@ -122,17 +124,21 @@ class record_reader {
 
   // Writes record `local` of shard s (global index `global`, for errors) to dst, which holds at
   // least s.record_bytes(local) bytes. `key_base` numbers s's chunks uniquely in the source.
-  void read(const shard_index& s, std::uint64_t key_base, std::uint64_t local,
-            std::uint64_t global, std::span<std::byte> dst) {
+  void read(const shard_index& s, std::uint64_t key_base, std::uint64_t local, std::uint64_t global,
+            std::span<std::byte> dst) {
     const std::size_t n = s.record_bytes(local);
     switch (s.kind) {
-      case read_kind::fallback: s.fallback_read(local, dst, global); return;
+      case read_kind::fallback:
+        s.fallback_read(local, dst, global);
+        return;
       case read_kind::contiguous: {
         const std::uint64_t at = s.blob ? s.offsets[local] : local * s.row_bytes;
         if (n) s.file.read_exact(dst.data(), n, s.base + at, global);
         break;
       }
-      case read_kind::chunked: read_chunked(s, key_base, local, global, dst); break;
+      case read_kind::chunked:
+        read_chunked(s, key_base, local, global, dst);
+        break;
     }
     if (s.swap) byteswap_elements(dst.data(), n, s.element_size);
   }
@@ -194,14 +200,14 @@ class record_reader {
     ctx.status = status;
     ctx.status_text = std::move(status_text);
     throw corrupt_error(what + " in the chunk at " + where + ") (file bytes [" +
-                            std::to_string(c.address) + ", " +
-                            std::to_string(c.address + c.size) + "))",
+                            std::to_string(c.address) + ", " + std::to_string(c.address + c.size) +
+                            "))",
                         std::move(ctx));
   }
 
   // Reads chunk c and undoes its filters into `out` (exactly chunk_bytes long).
-  void decode(const shard_index& s, const chunk_entry& c, const coords& g,
-              std::span<std::byte> out, std::uint64_t global) {
+  void decode(const shard_index& s, const chunk_entry& c, const coords& g, std::span<std::byte> out,
+              std::uint64_t global) {
     if (s.unfiltered(c)) {  // size == chunk_bytes, checked at open
       s.file.read_exact(out.data(), out.size(), c.address, global);
       return;
@@ -252,8 +258,10 @@ class record_reader {
       cur = target;
     }
     if (cur.size() != out.size())
-      corrupt(s, c, g, global, "decoded " + std::to_string(cur.size()) + " bytes, expected " +
-                                   std::to_string(out.size()), "fletcher32");
+      corrupt(s, c, g, global,
+              "decoded " + std::to_string(cur.size()) + " bytes, expected " +
+                  std::to_string(out.size()),
+              "fletcher32");
     if (cur.data() != out.data()) std::memcpy(out.data(), cur.data(), out.size());
   }
 

@@ -4,8 +4,8 @@
 
 #include <hdf5.h>
 
-#include <cstddef>
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -53,20 +53,20 @@ struct shard_index {
   bool blob = false;
   read_kind kind = read_kind::contiguous;
   std::size_t element_size = 1;
-  bool swap = false;               // reverse each element's bytes after reading
+  bool swap = false;  // reverse each element's bytes after reading
   std::uint64_t records = 0;
-  std::size_t row_bytes = 0;       // fixed layout: bytes of one record
-  std::size_t max_record = 0;      // largest record in bytes
+  std::size_t row_bytes = 0;   // fixed layout: bytes of one record
+  std::size_t max_record = 0;  // largest record in bytes
   int rank = 0;
-  coords dims{};                   // extent of the data dataset
-  std::vector<std::uint64_t> offsets;  // blob: records + 1 entries, validated
-  std::vector<std::int64_t> labels;    // empty without a label dataset
-  std::uint64_t base = 0;          // contiguous: file offset of the first element
-  chunk_grid grid;                 // chunked
-  std::vector<chunk_entry> chunks; // chunked: one per grid position, row-major
-  std::vector<filter_step> pipeline;  // chunked: filters in the order they were applied
+  coords dims{};                        // extent of the data dataset
+  std::vector<std::uint64_t> offsets;   // blob: records + 1 entries, validated
+  std::vector<std::int64_t> labels;     // empty without a label dataset
+  std::uint64_t base = 0;               // contiguous: file offset of the first element
+  chunk_grid grid;                      // chunked
+  std::vector<chunk_entry> chunks;      // chunked: one per grid position, row-major
+  std::vector<filter_step> pipeline;    // chunked: filters in the order they were applied
   std::uint64_t chunks_per_record = 0;  // chunked: the most chunks one record touches
-  handle h5file, dataset, memtype;  // fallback only (closed after indexing otherwise)
+  handle h5file, dataset, memtype;      // fallback only (closed after indexing otherwise)
   shard_description description;
 
   [[nodiscard]] std::size_t record_bytes(std::uint64_t local) const noexcept {
@@ -116,8 +116,8 @@ struct shard_index {
       fail("H5Sselect_hyperslab");
     handle mspace(H5Screate_simple(rank, count.data(), nullptr), H5Sclose);
     if (!mspace.valid()) fail("H5Screate_simple");
-    if (H5Dread(dataset.get(), memtype.get(), mspace.get(), fspace.get(), H5P_DEFAULT,
-                dst.data()) < 0)
+    if (H5Dread(dataset.get(), memtype.get(), mspace.get(), fspace.get(), H5P_DEFAULT, dst.data()) <
+        0)
       fail("H5Dread");
   }
 };

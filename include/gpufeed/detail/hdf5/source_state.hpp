@@ -61,9 +61,8 @@ struct source_state {
           std::equal(d.shape.begin() + 1, d.shape.end(), d0.shape.begin() + 1, d0.shape.end());
       // Byte order may differ: records are delivered in native order either way.
       auto value_type = [](const std::string& t) { return t.substr(0, t.find(' ')); };
-      if (d.layout != d0.layout ||
-          (!s.blob && (value_type(d.dtype) != value_type(d0.dtype) || !same_rows ||
-                       s.element_size != s0.element_size))) {
+      if (d.layout != d0.layout || (!s.blob && (value_type(d.dtype) != value_type(d0.dtype) ||
+                                                !same_rows || s.element_size != s0.element_size))) {
         error_context ctx;
         ctx.file = s.path;
         throw format_error("shard does not match the first shard '" + s0.path + "' (" + d.layout +
@@ -76,8 +75,8 @@ struct source_state {
       max_record = std::max(max_record, s.max_record);
       if (s.kind == read_kind::chunked && s.grid.chunk_bytes > 0) {
         const std::size_t fit = std::max<std::size_t>(1, reader_cache_budget / s.grid.chunk_bytes);
-        const std::size_t want = static_cast<std::size_t>(
-            std::min<std::uint64_t>(s.chunks_per_record, fit));
+        const std::size_t want =
+            static_cast<std::size_t>(std::min<std::uint64_t>(s.chunks_per_record, fit));
         cache_capacity = std::max(cache_capacity, want);
       }
     }
