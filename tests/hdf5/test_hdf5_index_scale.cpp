@@ -1,8 +1,7 @@
 // Indexing a dataset of 20 000 chunks: 1.10.8's H5Dget_chunk_info_by_coord per chunk would take
 // about 6 s (it scans every chunk per call: 1.6 s at 10 000 chunks, 440 s at 100 000); gpufeed's
 // lookup-based index takes milliseconds. No timing is asserted — a quadratic index shows up as a
-// slow test. Unfiltered chunks: writing deflated ones is slow here (HDF5's per-chunk buffers).
-// Labelled nosan: thread-safe libhdf5 writing many chunks is slow under the sanitizers.
+// slow test. Unfiltered chunks: writing deflated ones is slow (HDF5's per-chunk buffers).
 #include <doctest/doctest.h>
 
 #include <cstdint>
