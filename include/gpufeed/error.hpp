@@ -35,16 +35,20 @@ struct error_context {
   std::string api;                     // the library call that failed, e.g. "H5Dopen2", "pread"
   std::optional<long long> status;     // its status / errno / cudaError_t, when it returned one
   std::string status_text;             // a readable name for status, e.g. "cudaErrorInvalidValue"
-  std::source_location where = std::source_location::current();
+  // Where in gpufeed the error was raised. Left empty, the error's constructor fills in its
+  // caller (a default member initialiser cannot: it would name this header, or wherever the
+  // context happened to be default-constructed).
+  std::optional<std::source_location> where;
 };
 
 class error : public std::runtime_error {
  public:
-  error(const std::string& message, error_context ctx)
-      : std::runtime_error(format(message, ctx)), message_(message), ctx_(std::move(ctx)) {}
+  error(const std::string& message, error_context ctx,
+        std::source_location where = std::source_location::current())
+      : error(located(std::move(ctx), where), message) {}
   explicit error(const std::string& message,
                  std::source_location where = std::source_location::current())
-      : error(message, context_at(where)) {}
+      : error(message, error_context{}, where) {}
 
   // The message without the appended context.
   [[nodiscard]] const std::string& message() const noexcept { return message_; }
@@ -55,9 +59,13 @@ class error : public std::runtime_error {
   [[nodiscard]] std::optional<long long> status() const noexcept { return ctx_.status; }
 
  private:
-  static error_context context_at(std::source_location where) {
-    error_context c;
-    c.where = where;
+  error(error_context&& located_ctx, const std::string& message)
+      : std::runtime_error(format(message, located_ctx)),
+        message_(message),
+        ctx_(std::move(located_ctx)) {}
+
+  static error_context located(error_context c, std::source_location where) {
+    if (!c.where) c.where = where;
     return c;
   }
   static std::string format(const std::string& message, const error_context& c) {
@@ -76,8 +84,8 @@ class error : public std::runtime_error {
           (c.status_text.empty() ? "" : " (" + c.status_text + ")"));
     }
     if (!ctx.empty()) s += " [" + ctx + "]";
-    if (c.where.file_name() && *c.where.file_name())
-      s += " at " + std::string(c.where.file_name()) + ":" + std::to_string(c.where.line());
+    if (c.where && c.where->file_name() && *c.where->file_name())
+      s += " at " + std::string(c.where->file_name()) + ":" + std::to_string(c.where->line());
     return s;
   }
 
@@ -90,7 +98,9 @@ class error : public std::runtime_error {
 #define GPUFEED_DEFINE_ERROR(name)                                                             \
   class name : public error {                                                                  \
    public:                                                                                     \
-    name(const std::string& message, error_context ctx) : error(message, std::move(ctx)) {}    \
+    name(const std::string& message, error_context ctx,                                        \
+         std::source_location where = std::source_location::current())                         \
+        : error(message, std::move(ctx), where) {}                                             \
     explicit name(const std::string& message,                                                  \
                   std::source_location where = std::source_location::current())                \
         : error(message, where) {}                                                             \

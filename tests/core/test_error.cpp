@@ -48,3 +48,23 @@ TEST_CASE("error with a message only names the call site") {
   CHECK(what.find("gpufeed: batch size must be at least 1 at ") == 0);
   CHECK(what.find("[") == std::string::npos);
 }
+
+namespace {
+error_context context_built_elsewhere() {
+  error_context c;  // default-constructed away from the throw site
+  c.file = "shard.h5";
+  return c;
+}
+}  // namespace
+
+TEST_CASE("the error names the place it was raised, not where its context was built") {
+  const int line = __LINE__ + 2;
+  try {
+    throw io_error("short read", context_built_elsewhere());
+  } catch (const error& e) {
+    REQUIRE(e.context().where.has_value());
+    CHECK(std::string(e.context().where->file_name()).find("test_error.cpp") != std::string::npos);
+    CHECK(e.context().where->line() == static_cast<unsigned>(line));
+    CHECK(std::string(e.what()).find("error.hpp") == std::string::npos);
+  }
+}
