@@ -4,13 +4,16 @@
 // per batch, as the loader uses them.
 //
 //   lmdb_read_bench [--gib G | --quick] [--record BYTES] [--dir PATH] [--max-threads N]
-//                   [--reps R] [--json]
+//                   [--reps R] [--json] [--verbose]
 //
 // The environment is created once in --dir (default: $TMPDIR/gpufeed-lmdb-bench-<records>x<size>)
 // and reused when it already holds the expected records. Each thread reads its share of one
 // random permutation of all records into its own 4 MiB slot (256 records per "batch"); the
-// figure is the best of --reps timed passes after one untimed pass per method.
+// figure is the best of --reps timed passes after one untimed pass per method. Besides wall-clock
+// GB/s it prints the CPU time the reading threads spent per record (best pass): on a machine
+// shared with other work that ratio is the steadier measure of lmdb_source's overhead.
 #include <lmdb.h>
+#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -40,6 +43,7 @@ struct options {
   unsigned max_threads = std::max(1u, std::thread::hardware_concurrency());
   int reps = 3;
   bool json = false;
+  bool verbose = false;  // every timed pass on stderr
 };
 
 [[noreturn]] void die(const std::string& what) {
@@ -95,31 +99,49 @@ void warm_page_cache(const fs::path& file) {
   }
 }
 
-// Runs body(thread, first, last) on `threads` threads over [0, n) split evenly; returns seconds.
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
+// Wall seconds of a pass, and the CPU seconds its threads spent (the CPU figure is what to
+// compare on a machine shared with other work: it does not count time spent descheduled).
+struct pass_time {
+  double wall = 0, cpu = 0;
+};
+
+// Runs body(first, last) on `threads` threads over [0, n) split evenly.
 template <class Body>
-double timed(unsigned threads, std::uint64_t n, Body&& body) {
+pass_time timed(unsigned threads, std::uint64_t n, Body&& body) {
   std::atomic<unsigned> ready{0};
   std::atomic<bool> go{false};
+  std::vector<double> cpu(threads);
   std::vector<std::thread> pool;
   for (unsigned t = 0; t < threads; ++t)
     pool.emplace_back([&, t] {
       ready.fetch_add(1);
       while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
-      body(t, n * t / threads, n * (t + 1) / threads);
+      const double c0 = thread_cpu_seconds();
+      body(n * t / threads, n * (t + 1) / threads);
+      cpu[t] = thread_cpu_seconds() - c0;
     });
   while (ready.load() < threads) std::this_thread::yield();
   const auto start = clock_type::now();
   go.store(true, std::memory_order_release);
   for (auto& th : pool) th.join();
-  return std::chrono::duration<double>(clock_type::now() - start).count();
+  pass_time p;
+  p.wall = std::chrono::duration<double>(clock_type::now() - start).count();
+  for (double c : cpu) p.cpu += c;
+  return p;
 }
 
 constexpr std::size_t slot_records = 256;
 
 // (a) raw LMDB: its own env with the same flags, one read txn per thread, mdb_get + memcpy.
-double run_raw(MDB_env* env, MDB_dbi dbi, const std::vector<std::uint64_t>& order,
-               const std::vector<std::string>& keys, std::size_t size, unsigned threads) {
-  return timed(threads, order.size(), [&](unsigned, std::uint64_t first, std::uint64_t last) {
+pass_time run_raw(MDB_env* env, MDB_dbi dbi, const std::vector<std::uint64_t>& order,
+                  const std::vector<std::string>& keys, std::size_t size, unsigned threads) {
+  return timed(threads, order.size(), [&](std::uint64_t first, std::uint64_t last) {
     std::vector<char> slot(slot_records * size);
     MDB_txn* txn = nullptr;
     ok(mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn), "mdb_txn_begin");
@@ -134,9 +156,9 @@ double run_raw(MDB_env* env, MDB_dbi dbi, const std::vector<std::uint64_t>& orde
 }
 
 // (b) lmdb_source: one reader per thread, idle() after every slot (the loader's batch).
-double run_source(const gpufeed::lmdb_source& src, const std::vector<std::uint64_t>& order,
-                  std::size_t size, unsigned threads) {
-  return timed(threads, order.size(), [&](unsigned, std::uint64_t first, std::uint64_t last) {
+pass_time run_source(const gpufeed::lmdb_source& src, const std::vector<std::uint64_t>& order,
+                     std::size_t size, unsigned threads) {
+  return timed(threads, order.size(), [&](std::uint64_t first, std::uint64_t last) {
     std::vector<std::byte> slot(slot_records * size);
     auto reader = src.make_reader();
     for (std::uint64_t j = first; j < last; ++j) {
@@ -163,6 +185,7 @@ options parse(int argc, char** argv) {
     else if (a == "--max-threads") o.max_threads = static_cast<unsigned>(std::stoul(value()));
     else if (a == "--reps") o.reps = std::stoi(value());
     else if (a == "--json") o.json = true;
+    else if (a == "--verbose") o.verbose = true;
     else die("unknown argument " + a + " (see the comment at the top of lmdb_read_bench.cpp)");
   }
   if (o.record == 0 || o.gib <= 0 || o.max_threads == 0 || o.reps < 1) die("bad arguments");
@@ -221,30 +244,40 @@ int main(int argc, char** argv) {
   const double bytes = double(n) * double(o.record);
   if (!o.json)
     std::printf("LMDB random reads: %llu records x %zu B (%.2f GiB), open+scan %.1f ms, %u cores\n"
-                "%8s %16s %16s %8s\n",
+                "%8s %16s %16s %8s %14s %14s %8s\n",
                 static_cast<unsigned long long>(n), o.record, bytes / double(1ull << 30),
                 open_s * 1e3, std::thread::hardware_concurrency(), "threads", "raw GB/s",
-                "lmdb_source GB/s", "ratio");
+                "lmdb_source GB/s", "ratio", "raw cpu ns/rec", "src cpu ns/rec", "cpu ratio");
   else
     std::printf("[\n");
   for (std::size_t c = 0; c < counts.size(); ++c) {
     const unsigned t = counts[c];
     run_raw(env, dbi, order, keys, o.record, t);  // untimed: map faults, caches
     run_source(src, order, o.record, t);
-    double raw = 1e300, lib = 1e300;
+    pass_time raw{1e300, 1e300}, lib{1e300, 1e300};
     for (int r = 0; r < o.reps; ++r) {  // interleaved so drift affects both alike
-      raw = std::min(raw, run_raw(env, dbi, order, keys, o.record, t));
-      lib = std::min(lib, run_source(src, order, o.record, t));
+      const pass_time a = run_raw(env, dbi, order, keys, o.record, t);
+      const pass_time b = run_source(src, order, o.record, t);
+      if (o.verbose)
+        std::fprintf(stderr, "threads %u pass %d: raw %.2f GB/s %.0f cpu ns/rec, lmdb_source %.2f "
+                     "GB/s %.0f cpu ns/rec\n", t, r, bytes / a.wall / 1e9, a.cpu / double(n) * 1e9,
+                     bytes / b.wall / 1e9, b.cpu / double(n) * 1e9);
+      raw = {std::min(raw.wall, a.wall), std::min(raw.cpu, a.cpu)};
+      lib = {std::min(lib.wall, b.wall), std::min(lib.cpu, b.cpu)};
     }
-    const double raw_gbs = bytes / raw / 1e9, lib_gbs = bytes / lib / 1e9;
+    const double raw_gbs = bytes / raw.wall / 1e9, lib_gbs = bytes / lib.wall / 1e9;
+    const double raw_ns = raw.cpu / double(n) * 1e9, lib_ns = lib.cpu / double(n) * 1e9;
     if (!o.json)
-      std::printf("%8u %16.2f %16.2f %8.3f\n", t, raw_gbs, lib_gbs, lib_gbs / raw_gbs);
+      std::printf("%8u %16.2f %16.2f %8.3f %14.0f %14.0f %8.3f\n", t, raw_gbs, lib_gbs,
+                  lib_gbs / raw_gbs, raw_ns, lib_ns, raw_ns / lib_ns);
     else
       std::printf("  {\"threads\": %u, \"records\": %llu, \"record_bytes\": %zu, "
                   "\"raw_mdb_get_gbps\": %.3f, \"lmdb_source_gbps\": %.3f, \"ratio\": %.4f, "
-                  "\"open_ms\": %.2f}%s\n",
+                  "\"raw_cpu_ns_per_record\": %.1f, \"lmdb_source_cpu_ns_per_record\": %.1f, "
+                  "\"cpu_ratio\": %.4f, \"open_ms\": %.2f}%s\n",
                   t, static_cast<unsigned long long>(n), o.record, raw_gbs, lib_gbs,
-                  lib_gbs / raw_gbs, open_s * 1e3, c + 1 < counts.size() ? "," : "");
+                  lib_gbs / raw_gbs, raw_ns, lib_ns, raw_ns / lib_ns, open_s * 1e3,
+                  c + 1 < counts.size() ? "," : "");
   }
   if (o.json) std::printf("]\n");
   mdb_env_close(env);

@@ -139,7 +139,7 @@ class lmdb_source {
       c.record = i;
       throw config_error("this LMDB source has no labels (raw values)", std::move(c));
     }
-    return state_->records.datum_at(i).label;
+    return state_->records.entry(i).label;
   }
 
   // The record's LMDB key (valid as long as the source).
