@@ -149,8 +149,8 @@ class catalog {
     for (; rc == MDB_SUCCESS; rc = mdb_cursor_get(raw, &k, &v, MDB_NEXT)) {
       const std::uint64_t rec = entries_.size();
       if (rec - first == most)
-        throw corrupt_error("the database holds more records than its header counts (" +
-                                std::to_string(st.ms_entries) + ")",
+        throw corrupt_error("the database's tree holds more records than its header counts (" +
+                                std::to_string(st.ms_entries) + ") or the file can hold",
                             record_context(s, rec));
       if (!s.valid.known()) {
         const std::byte* base = map_base_of(maps, k.mv_data, s.map_size);
