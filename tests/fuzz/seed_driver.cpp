@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
       ++runs;
     }
   }
-  std::printf("fuzz_datum: %llu inputs from %zu seeds, no finding\n",
+  std::printf("%s: %llu inputs from %zu seeds, no finding\n", argv[0],
               static_cast<unsigned long long>(runs), files.size());
   return 0;
 }
