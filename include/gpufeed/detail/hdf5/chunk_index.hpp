@@ -1,0 +1,235 @@
+// gpufeed — the byte-extent index of a dataset's storage, and the choice of read path.
+//
+// Contiguous storage: H5Dget_offset gives the address of element 0; record bytes follow
+// row-major. Chunked storage: for each chunk, H5Dget_chunk_storage_size and H5Dread_chunk under
+// a capture of index_driver give its address, stored size and filter mask with one index lookup
+// each (1.10.8's H5Dget_chunk_info[_by_coord] scan every chunk per call: quadratic; H5Dchunk_iter
+// is not in 1.10.8 — see index_driver.hpp). Anything else, a filter
+// gpufeed does not decode, a type HDF5 must convert, or chunks never written (HDF5 would supply
+// the fill value) is read through H5Dread, with the reason recorded.
+#pragma once
+
+#include <hdf5.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpufeed/detail/hdf5/dtype.hpp"
+#include "gpufeed/detail/hdf5/index_driver.hpp"
+#include "gpufeed/detail/hdf5/library.hpp"
+#include "gpufeed/detail/hdf5/shard.hpp"
+#include "gpufeed/error.hpp"
+
+namespace gpufeed::detail::hdf5 {
+
+// More chunks than this are not indexed (24 bytes each): the shard falls back to H5Dread.
+inline constexpr std::uint64_t max_indexed_chunks = std::uint64_t{1} << 26;
+
+inline std::string coords_text(const coords& c, int rank) {
+  std::string t = "(";
+  for (int d = 0; d < rank; ++d) t += (d ? ", " : "") + std::to_string(c[d]);
+  return t + ")";
+}
+
+// Reads the filter pipeline into s.description.filters and s.pipeline. Returns the reason the
+// shard must fall back, or "" when gpufeed decodes every filter.
+inline std::string read_pipeline(shard_index& s, hid_t dcpl, const std::string& file) {
+  const int n = check(H5Pget_nfilters(dcpl), "H5Pget_nfilters", "cannot read filters", file);
+  std::string reason;
+  int deflates = 0;
+  for (int k = 0; k < n; ++k) {
+    unsigned flags = 0, config = 0;
+    std::array<unsigned, 16> cd{};
+    std::size_t ncd = cd.size();
+    std::array<char, 128> name{};
+    const H5Z_filter_t id = H5Pget_filter2(dcpl, static_cast<unsigned>(k), &flags, &ncd, cd.data(),
+                                           name.size(), name.data(), &config);
+    if (id < 0) throw_hdf5("cannot read filter " + std::to_string(k), file, "H5Pget_filter2");
+    filter_step step;
+    if (id == H5Z_FILTER_DEFLATE) {
+      s.description.filters.push_back("deflate(" + (ncd ? std::to_string(cd[0]) : "?") + ")");
+      step.kind = filter_kind::deflate;
+      ++deflates;
+    } else if (id == H5Z_FILTER_SHUFFLE) {
+      s.description.filters.push_back("shuffle");
+      step.kind = filter_kind::shuffle;
+      step.element_size = ncd ? cd[0] : s.element_size;
+    } else if (id == H5Z_FILTER_FLETCHER32) {
+      s.description.filters.push_back("fletcher32");
+      step.kind = filter_kind::fletcher32;
+    } else {
+      std::string nm = name[0] ? std::string(name.data()) : "filter " + std::to_string(id);
+      if (id == H5Z_FILTER_NBIT) nm = "nbit";
+      if (id == H5Z_FILTER_SCALEOFFSET) nm = "scaleoffset";
+      if (id == H5Z_FILTER_SZIP) nm = "szip";
+      s.description.filters.push_back(nm);
+      if (reason.empty()) reason = "filter '" + nm + "' is decoded by HDF5, not by gpufeed";
+      continue;
+    }
+    s.pipeline.push_back(step);
+  }
+  if (reason.empty() && deflates > 1)
+    reason = "deflate applied more than once: decoded by HDF5, not by gpufeed";
+  if (reason.empty() && n > 32) reason = "more than 32 filters";
+  return reason;
+}
+
+// Fills s.grid, s.chunks and s.chunks_per_record. Returns a fallback reason or "".
+inline std::string index_chunks(shard_index& s, hid_t dset, hid_t dcpl, const std::string& file) {
+  std::array<hsize_t, max_rank> cdims{};
+  const int crank = H5Pget_chunk(dcpl, max_rank, cdims.data());
+  if (crank != s.rank) throw_hdf5("cannot read the chunk shape", file, "H5Pget_chunk", crank);
+  chunk_grid& g = s.grid;
+  g.rank = s.rank;
+  g.element_size = s.element_size;
+  std::uint64_t bytes = s.element_size, count = 1;
+  for (int d = 0; d < s.rank; ++d) {
+    if (cdims[d] == 0) format_fail("chunk shape has a zero dimension", file);
+    g.dims[d] = s.dims[d];
+    g.chunk[d] = cdims[d];
+    s.description.chunk_shape.push_back(cdims[d]);
+    if (__builtin_mul_overflow(bytes, std::uint64_t{cdims[d]}, &bytes))
+      format_fail("chunk size overflows", file);
+    const std::uint64_t along = s.dims[d] == 0 ? 0 : (s.dims[d] - 1) / cdims[d] + 1;
+    if (__builtin_mul_overflow(count, along, &count)) count = max_indexed_chunks + 1;
+  }
+  if (count > max_indexed_chunks)
+    return std::to_string(count) + " chunks: more than gpufeed indexes";
+  g.finish();
+
+  if (s.blob) {
+    const std::uint64_t per = s.max_record / g.chunk[0] + 2;
+    s.chunks_per_record = per < g.chunk_count ? per : g.chunk_count;
+  } else {
+    s.chunks_per_record = 1;
+    for (int d = 1; d < s.rank; ++d) s.chunks_per_record *= g.grid[d];
+  }
+
+  s.chunks.resize(static_cast<std::size_t>(g.chunk_count));
+  coords pos{};
+  std::array<hsize_t, max_rank> offset{};
+  std::unique_ptr<unsigned char[]> sink;  // H5Dread_chunk's buffer: the driver never fills it
+  std::size_t sink_size = 0;
+  raw_read_capture seen;
+  for (std::uint64_t k = 0; k < g.chunk_count; ++k) {
+    coords origin{};
+    for (int d = 0; d < s.rank; ++d) origin[d] = offset[d] = pos[d] * g.chunk[d];
+    hsize_t stored = 0;
+    if (H5Dget_chunk_storage_size(dset, offset.data(), &stored) < 0 || stored == 0) {
+      take_error_stack();
+      s.chunks.clear();
+      return "the chunk at " + coords_text(origin, s.rank) +
+             " was never written: HDF5 supplies the fill value";
+    }
+    if (stored > sink_size) {
+      sink.reset(new unsigned char[static_cast<std::size_t>(stored)]);
+      sink_size = static_cast<std::size_t>(stored);
+    }
+    std::uint32_t mask = 0;
+    herr_t rc = 0;
+    {
+      capture_scope arm(seen);
+      rc = H5Dread_chunk(dset, H5P_DEFAULT, offset.data(), &mask, sink.get());
+    }
+    if (rc < 0) {
+      s.chunks.clear();
+      return "HDF5 cannot locate the chunk at " + coords_text(origin, s.rank) + " (" +
+             take_error_stack() + ")";
+    }
+    if (seen.reads != 1 || seen.size != stored) {  // not the single raw read expected
+      s.chunks.clear();
+      return "the file extent of the chunk at " + coords_text(origin, s.rank) +
+             " could not be determined";
+    }
+    const std::uint64_t addr = seen.address, size = seen.size;
+    if (addr > s.file.size() || size > s.file.size() - addr)
+      format_fail("chunk bytes [" + std::to_string(addr) + ", " + std::to_string(addr + size) +
+                      ") lie past the end of the file (" + std::to_string(s.file.size()) +
+                      " bytes): truncated or damaged",
+                  file);
+    chunk_entry& c = s.chunks[static_cast<std::size_t>(k)];
+    c.address = addr;
+    c.size = size;
+    c.filter_mask = mask;
+    if (s.unfiltered(c) && size != g.chunk_bytes)
+      format_fail("unfiltered chunk holds " + std::to_string(size) + " bytes, expected " +
+                      std::to_string(g.chunk_bytes),
+                  file);
+    for (int d = s.rank - 1; d >= 0; --d) {  // next grid position, row-major
+      if (++pos[d] < g.grid[d]) break;
+      pos[d] = 0;
+    }
+  }
+  return {};
+}
+
+// Decides the read path and builds the index. The caller holds a library_lock.
+inline void index_storage(shard_index& s, hid_t dset, const dtype_info& dt,
+                          const std::string& file) {
+  handle dcpl = checked(H5Dget_create_plist(dset), H5Pclose, "H5Dget_create_plist",
+                        "cannot read the creation properties", file);
+  const H5D_layout_t layout = H5Pget_layout(dcpl.get());
+  const int externals = H5Pget_external_count(dcpl.get());
+  std::string& storage = s.description.storage;
+  std::string reason;
+  switch (layout) {
+    case H5D_COMPACT:
+      storage = "compact";
+      reason = "compact storage: the data lives in the object header";
+      break;
+    case H5D_VIRTUAL:
+      storage = "virtual";
+      reason = "virtual dataset: the data lives in other datasets";
+      break;
+    case H5D_CHUNKED:
+      storage = "chunked";
+      break;
+    case H5D_CONTIGUOUS:
+      storage = externals > 0 ? "external" : "contiguous";
+      if (externals > 0)
+        reason =
+            "external storage: the data lives in " + std::to_string(externals) + " other file(s)";
+      break;
+    default:
+      throw_hdf5("unknown storage layout", file, "H5Pget_layout", layout);
+  }
+  if (layout == H5D_CHUNKED) {
+    const std::string filters = read_pipeline(s, dcpl.get(), file);
+    if (reason.empty()) reason = filters;
+  }
+  if (reason.empty() && !dt.exact) reason = "datatype: " + dt.not_exact_why;
+
+  if (reason.empty() && s.description.data_bytes == 0) {  // nothing to read, nothing to index
+    s.kind = layout == H5D_CHUNKED ? read_kind::chunked : read_kind::contiguous;
+    if (layout == H5D_CHUNKED) reason = index_chunks(s, dset, dcpl.get(), file);
+  } else if (reason.empty() && layout == H5D_CONTIGUOUS) {
+    const haddr_t addr = H5Dget_offset(dset);
+    const std::uint64_t bytes = s.description.data_bytes;
+    if (addr == HADDR_UNDEF) {
+      take_error_stack();
+      reason = "storage never written: HDF5 supplies the fill value";
+    } else if (addr > s.file.size() || bytes > s.file.size() - addr) {
+      format_fail("dataset bytes [" + std::to_string(addr) + ", " + std::to_string(addr + bytes) +
+                      ") lie past the end of the file (" + std::to_string(s.file.size()) +
+                      " bytes): truncated or damaged",
+                  file);
+    } else {
+      s.kind = read_kind::contiguous;
+      s.base = addr;
+    }
+  } else if (reason.empty() && layout == H5D_CHUNKED) {
+    s.kind = read_kind::chunked;
+    reason = index_chunks(s, dset, dcpl.get(), file);
+  }
+  if (!reason.empty()) {
+    s.kind = read_kind::fallback;
+    s.chunks.clear();
+    s.description.fallback_reason = reason;
+  }
+}
+
+}  // namespace gpufeed::detail::hdf5

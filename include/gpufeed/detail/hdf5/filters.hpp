@@ -1,0 +1,155 @@
+// gpufeed — the HDF5 filters gpufeed decodes itself, outside HDF5's global lock: deflate (zlib),
+// shuffle and fletcher32, plus the byte swap for non-native byte order. Each function states the
+// exact on-disk format it undoes (HDF5's H5Zdeflate.c, H5Zshuffle.c, H5Zfletcher32.c).
+#pragma once
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+
+namespace gpufeed::detail::hdf5 {
+
+// HDF5's Fletcher-32 (H5_checksum_fletcher32): 16-bit words read big-endian, sums started at 0,
+// an odd final byte taken as the high byte of a word.
+inline std::uint32_t fletcher32(const std::byte* data, std::size_t n) noexcept {
+  const auto* p = reinterpret_cast<const unsigned char*>(data);
+  std::size_t words = n / 2;
+  std::uint32_t sum1 = 0, sum2 = 0;
+  while (words) {
+    std::size_t block = words > 360 ? 360 : words;  // the most sums without overflow
+    words -= block;
+    do {
+      sum1 += (static_cast<std::uint32_t>(p[0]) << 8) | p[1];
+      p += 2;
+      sum2 += sum1;
+    } while (--block);
+    sum1 = (sum1 & 0xffff) + (sum1 >> 16);
+    sum2 = (sum2 & 0xffff) + (sum2 >> 16);
+  }
+  if (n % 2) {
+    sum1 += static_cast<std::uint32_t>(p[0]) << 8;
+    sum2 += sum1;
+    sum1 = (sum1 & 0xffff) + (sum1 >> 16);
+    sum2 = (sum2 & 0xffff) + (sum2 >> 16);
+  }
+  sum1 = (sum1 & 0xffff) + (sum1 >> 16);
+  sum2 = (sum2 & 0xffff) + (sum2 >> 16);
+  return (sum2 << 16) | sum1;
+}
+
+// Checks the fletcher32 filter's trailer: the last 4 bytes hold the checksum of the bytes before
+// them, little-endian. HDF5 also accepts the checksum with the bytes of each 16-bit half swapped
+// (written by HDF5 < 1.6.3 on little-endian machines), and so does this.
+// True when it matches; the payload is then the first n - 4 bytes.
+inline bool fletcher32_matches(const std::byte* data, std::size_t n) noexcept {
+  if (n < 4) return false;
+  const auto* t = reinterpret_cast<const unsigned char*>(data + n - 4);
+  const std::uint32_t stored =
+      static_cast<std::uint32_t>(t[0]) | (static_cast<std::uint32_t>(t[1]) << 8) |
+      (static_cast<std::uint32_t>(t[2]) << 16) | (static_cast<std::uint32_t>(t[3]) << 24);
+  const std::uint32_t sum = fletcher32(data, n - 4);
+  const std::uint32_t reversed = ((sum & 0x00ff00ffu) << 8) | ((sum >> 8) & 0x00ff00ffu);
+  return stored == sum || stored == reversed;
+}
+
+// Undoes HDF5's shuffle filter: the stored bytes are byte planes (byte 0 of every element, then
+// byte 1, ...) followed by the n % element_size leftover bytes unchanged. Buffers of one element
+// or fewer, or elements of one byte, are stored as they are. dst and src do not overlap.
+inline void unshuffle(const std::byte* src, std::byte* dst, std::size_t n,
+                      std::size_t element_size) noexcept {
+  const std::size_t elements = element_size ? n / element_size : 0;
+  if (element_size <= 1 || elements <= 1) {
+    std::memcpy(dst, src, n);
+    return;
+  }
+  for (std::size_t b = 0; b < element_size; ++b) {
+    const std::byte* plane = src + b * elements;
+    std::byte* out = dst + b;
+    for (std::size_t i = 0; i < elements; ++i) out[i * element_size] = plane[i];
+  }
+  const std::size_t done = elements * element_size;
+  std::memcpy(dst + done, src + done, n - done);
+}
+
+// Reverses the bytes of each element in place (element_size 2, 4 or 8; others are left alone).
+inline void byteswap_elements(std::byte* p, std::size_t n, std::size_t element_size) noexcept {
+  if (element_size < 2) return;
+  for (std::size_t i = 0; i + element_size <= n; i += element_size)
+    std::reverse(p + i, p + i + element_size);
+}
+
+// A reusable zlib inflater for HDF5's deflate filter (zlib format: header, deflate stream,
+// Adler-32). One per reader: inflateReset keeps zlib's ~40 KiB of state between chunks. The
+// z_stream lives on the heap because zlib's state points back at it (it must not move).
+class inflater {
+ public:
+  struct result {
+    bool ok = false;
+    int status = Z_OK;  // zlib's status when !ok
+    std::string message;
+  };
+
+  // Inflates src into exactly dst.size() bytes. Fails unless the stream ends with a matching
+  // Adler-32 after exactly dst.size() bytes (bytes after the stream's end are ignored, as HDF5
+  // does).
+  result inflate_exact(std::span<const std::byte> src, std::span<std::byte> dst) {
+    if (!stream_) {
+      auto s = std::unique_ptr<z_stream, stream_end>(new z_stream{});
+      const int rc = inflateInit(s.get());
+      if (rc != Z_OK) {
+        delete s.release();  // not initialised: no inflateEnd
+        return fail(rc, "inflateInit failed");
+      }
+      stream_ = std::move(s);
+    } else if (const int rc = inflateReset(stream_.get()); rc != Z_OK) {
+      return fail(rc, "inflateReset failed");
+    }
+    z_stream& z = *stream_;
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<std::byte*>(src.data()));
+    z.next_out = reinterpret_cast<Bytef*>(dst.data());
+    std::size_t in_left = src.size(), out_left = dst.size();
+    constexpr std::size_t step = std::numeric_limits<uInt>::max();
+    while (true) {
+      const uInt in_now = static_cast<uInt>(std::min(in_left, step));
+      const uInt out_now = static_cast<uInt>(std::min(out_left, step));
+      z.avail_in = in_now;
+      z.avail_out = out_now;
+      const int rc = ::inflate(&z, Z_NO_FLUSH);
+      in_left -= in_now - z.avail_in;
+      out_left -= out_now - z.avail_out;
+      if (rc == Z_STREAM_END) break;
+      if (rc != Z_OK && rc != Z_BUF_ERROR) return fail(rc, z.msg ? z.msg : "inflate failed");
+      if (z.avail_in == in_now && z.avail_out == out_now) {  // no progress possible
+        if (out_left == 0) return fail(Z_BUF_ERROR, "the stream holds more data than expected");
+        return fail(Z_DATA_ERROR, "the stream ends early (truncated deflate data)");
+      }
+    }
+    if (out_left != 0)
+      return fail(Z_DATA_ERROR, "the stream holds " + std::to_string(dst.size() - out_left) +
+                                    " bytes, expected " + std::to_string(dst.size()));
+    return result{true, Z_OK, {}};
+  }
+
+ private:
+  struct stream_end {
+    void operator()(z_stream* z) const noexcept {
+      inflateEnd(z);
+      delete z;
+    }
+  };
+  static result fail(int status, std::string message) {
+    return result{false, status, std::move(message)};
+  }
+
+  std::unique_ptr<z_stream, stream_end> stream_;
+};
+
+}  // namespace gpufeed::detail::hdf5

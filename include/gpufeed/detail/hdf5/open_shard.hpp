@@ -1,0 +1,203 @@
+// gpufeed — opening one HDF5 shard: the only place gpufeed's HDF5 reader calls HDF5 in bulk.
+//
+// Everything the hot path needs is learned here, once, under the library mutex: the layout
+// (fixed rows or blob), the element type, the byte extent of a contiguous dataset or of every
+// chunk, the filter pipeline, blob offsets and labels. Every extent is checked against the file
+// size, so a damaged or truncated file fails here (or with io_error at read time if it shrinks
+// later), never by returning garbage.
+#pragma once
+
+#include <hdf5.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpufeed/detail/hdf5/blob_index.hpp"
+#include "gpufeed/detail/hdf5/chunk_index.hpp"
+#include "gpufeed/detail/hdf5/dtype.hpp"
+#include "gpufeed/detail/hdf5/index_driver.hpp"
+#include "gpufeed/detail/hdf5/library.hpp"
+#include "gpufeed/detail/hdf5/shard.hpp"
+#include "gpufeed/error.hpp"
+
+namespace gpufeed::detail::hdf5 {
+
+struct open_request {
+  std::string dataset = "data";
+  std::string label_dataset;
+  int layout = 0;  // 0 automatic, 1 fixed, 2 blob
+};
+
+// a * b, or format_error when it overflows 64 bits.
+inline std::uint64_t mul_checked(std::uint64_t a, std::uint64_t b, const std::string& file) {
+  std::uint64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) format_fail("dataset size overflows 64 bits", file);
+  return r;
+}
+
+inline handle open_dataset(hid_t file_id, const std::string& name, const std::string& file) {
+  hid_t id = H5Dopen2(file_id, name.c_str(), H5P_DEFAULT);
+  if (id < 0)
+    throw_hdf5<format_error>("dataset '" + name + "' not found (or not a dataset)", file,
+                             "H5Dopen2", id);
+  return handle(id, H5Dclose);
+}
+
+inline std::vector<std::uint64_t> dataset_dims(hid_t dset, const std::string& file,
+                                               const std::string& name) {
+  handle space = checked(H5Dget_space(dset), H5Sclose, "H5Dget_space", "no dataspace", file);
+  const int rank = H5Sget_simple_extent_ndims(space.get());
+  if (rank < 0)
+    throw_hdf5("cannot read the extent of '" + name + "'", file, "H5Sget_simple_extent_ndims");
+  if (rank == 0)
+    format_fail("dataset '" + name + "' is a scalar; records are rows along dimension 0", file);
+  std::array<hsize_t, max_rank> d{};
+  check(H5Sget_simple_extent_dims(space.get(), d.data(), nullptr), "H5Sget_simple_extent_dims",
+        "cannot read the extent of '" + name + "'", file);
+  return std::vector<std::uint64_t>(d.begin(), d.begin() + rank);
+}
+
+// Reads a whole 1-D integer dataset converted to T (HDF5 converts from the stored type).
+template <class T>
+std::vector<T> read_1d(hid_t dset, hid_t memtype, std::uint64_t n, const std::string& file,
+                       const std::string& name) {
+  std::vector<T> v(static_cast<std::size_t>(n));
+  if (n && H5Dread(dset, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()) < 0)
+    throw_hdf5("cannot read dataset '" + name + "'", file, "H5Dread");
+  return v;
+}
+
+// `name` with its last path component replaced by `leaf` ("a/data" -> "a/offsets").
+inline std::string sibling(const std::string& name, const std::string& leaf) {
+  const auto slash = name.rfind('/');
+  return slash == std::string::npos ? leaf : name.substr(0, slash + 1) + leaf;
+}
+
+// A 1-D integer dataset with the given signedness requirement, or format_error.
+inline std::uint64_t check_1d_integer(hid_t dset, const std::string& file, const std::string& name,
+                                      bool must_be_unsigned) {
+  handle t = checked(H5Dget_type(dset), H5Tclose, "H5Dget_type", "no datatype", file);
+  const bool integer = H5Tget_class(t.get()) == H5T_INTEGER;
+  if (!integer || (must_be_unsigned && H5Tget_sign(t.get()) != H5T_SGN_NONE))
+    format_fail("dataset '" + name + "' must hold " +
+                    (must_be_unsigned ? "unsigned integers (uint64)" : "integers"),
+                file);
+  const auto dims = dataset_dims(dset, file, name);
+  if (dims.size() != 1) format_fail("dataset '" + name + "' must be one-dimensional", file);
+  return dims[0];
+}
+
+inline std::vector<std::int64_t> read_labels(hid_t file_id, const std::string& name,
+                                             std::uint64_t records, const std::string& file) {
+  handle d = open_dataset(file_id, name, file);
+  const std::uint64_t n = check_1d_integer(d.get(), file, name, false);
+  if (n != records)
+    format_fail("label dataset '" + name + "' has " + std::to_string(n) + " entries for " +
+                    std::to_string(records) + " records",
+                file);
+  handle t = checked(H5Dget_type(d.get()), H5Tclose, "H5Dget_type", "no datatype", file);
+  if (H5Tget_sign(t.get()) == H5T_SGN_NONE && H5Tget_size(t.get()) >= 8) {
+    // uint64 labels above INT64_MAX cannot be widened to int64: refuse rather than clip.
+    const auto u = read_1d<std::uint64_t>(d.get(), H5T_NATIVE_UINT64, n, file, name);
+    std::vector<std::int64_t> v(u.size());
+    for (std::size_t i = 0; i < u.size(); ++i) {
+      if (u[i] > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+        format_fail("label " + std::to_string(u[i]) + " does not fit in int64", file, i);
+      v[i] = static_cast<std::int64_t>(u[i]);
+    }
+    return v;
+  }
+  return read_1d<std::int64_t>(d.get(), H5T_NATIVE_INT64, n, file, name);
+}
+
+// Opens and indexes one shard. io_error when the file cannot be opened; format_error when it is
+// not HDF5, lacks a dataset or has inconsistent contents; unsupported_error for a non-numeric
+// dtype; library_error when HDF5 fails otherwise.
+inline shard_index open_shard(const std::filesystem::path& p, const open_request& req) {
+  shard_index s;
+  s.path = p.string();
+  s.file = posix_file(p);
+  const std::string& file = s.path;
+
+  library_lock lock;
+  if (H5Fis_hdf5(file.c_str()) <= 0) {
+    take_error_stack();
+    format_fail("not an HDF5 file", file);
+  }
+  // Opened through index_driver, which reports chunk extents (see index_driver.hpp).
+  const hid_t driver = index_driver::id();
+  if (driver < 0) throw_hdf5("cannot register gpufeed's HDF5 file driver", file, "H5FDregister");
+  handle fapl = checked(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, "H5Pcreate", "no fapl", file);
+  check(H5Pset_driver(fapl.get(), driver, nullptr), "H5Pset_driver", "cannot set the driver", file);
+  handle fid =
+      checked<format_error>(H5Fopen(file.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose, "H5Fopen",
+                            "cannot open the HDF5 file (truncated or damaged?)", file);
+  handle dset = open_dataset(fid.get(), req.dataset, file);
+  const std::string what = "dataset '" + req.dataset + "'";
+  const auto dims = dataset_dims(dset.get(), file, req.dataset);
+  handle ftype = checked(H5Dget_type(dset.get()), H5Tclose, "H5Dget_type", "no datatype", file);
+  dtype_info dt = describe_dtype(ftype.get(), file, what);
+  s.rank = static_cast<int>(dims.size());
+  for (int d = 0; d < s.rank; ++d) s.dims[d] = dims[d];
+  s.element_size = dt.size;
+  s.swap = dt.swap;
+
+  // Layout: blob when asked, or (automatic) when a 1-D uint8 dataset has an "offsets" sibling.
+  const std::string offsets_name = sibling(req.dataset, "offsets");
+  const bool bytes_1d = s.rank == 1 && dt.name == "uint8";
+  handle offs;
+  if (req.layout == 2) {
+    offs = open_dataset(fid.get(), offsets_name, file);
+  } else if (req.layout == 0 && bytes_1d &&
+             H5Lexists(fid.get(), offsets_name.c_str(), H5P_DEFAULT) > 0) {
+    offs = open_dataset(fid.get(), offsets_name, file);
+  }
+  take_error_stack();  // H5Lexists may leave entries for missing groups
+  s.blob = offs.valid();
+  if (s.blob) {
+    if (!bytes_1d)
+      format_fail("blob layout needs a one-dimensional uint8 " + what + ", found " +
+                      std::to_string(s.rank) + "-D " + dt.name,
+                  file);
+    const std::uint64_t n = check_1d_integer(offs.get(), file, offsets_name, true);
+    s.offsets = read_1d<std::uint64_t>(offs.get(), H5T_NATIVE_UINT64, n, file, offsets_name);
+    if (auto bad = validate_blob_offsets(s.offsets, dims[0]))
+      format_fail(bad->message, file, bad->record);
+    s.records = s.offsets.size() - 1;
+    for (std::uint64_t i = 0; i < s.records; ++i)
+      s.max_record = std::max(s.max_record, s.record_bytes(i));
+  } else {
+    s.records = dims[0];
+    std::uint64_t row = dt.size;
+    for (int d = 1; d < s.rank; ++d) row = mul_checked(row, dims[d], file);
+    mul_checked(row, dims[0], file);
+    s.row_bytes = s.max_record = static_cast<std::size_t>(row);
+  }
+  if (!req.label_dataset.empty())
+    s.labels = read_labels(fid.get(), req.label_dataset, s.records, file);
+
+  shard_description& desc = s.description;
+  desc.layout = s.blob ? "blob" : "fixed";
+  desc.dtype = dt.name;
+  desc.shape = dims;
+  desc.data_bytes = s.blob ? dims[0] : mul_checked(s.row_bytes, s.records, file);
+
+  index_storage(s, dset.get(), dt, file);
+  if (s.kind == read_kind::fallback) {
+    s.h5file = std::move(fid);
+    s.dataset = std::move(dset);
+    s.memtype = std::move(dt.memtype);
+    desc.path = 2;
+  } else {
+    desc.path = (s.swap || !s.pipeline.empty()) ? 1 : 0;
+  }
+  return s;
+}
+
+}  // namespace gpufeed::detail::hdf5

@@ -1,0 +1,125 @@
+// gpufeed — one opened HDF5 shard: what open_shard() learned about it (byte extents, filters,
+// record geometry, labels) and the H5Dread fallback for the layouts gpufeed does not read itself.
+#pragma once
+
+#include <hdf5.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gpufeed/detail/hdf5/geometry.hpp"
+#include "gpufeed/detail/hdf5/library.hpp"
+#include "gpufeed/detail/posix_file.hpp"
+#include "gpufeed/error.hpp"
+
+namespace gpufeed::detail::hdf5 {
+
+enum class read_kind {
+  contiguous,  // one pread at base + the record's byte offset
+  chunked,     // pread of the chunks a record touches, decoded by gpufeed when filtered
+  fallback,    // H5Dread of the record's hyperslab under the library mutex
+};
+
+enum class filter_kind { deflate, shuffle, fletcher32 };
+struct filter_step {
+  filter_kind kind = filter_kind::deflate;
+  std::size_t element_size = 0;  // shuffle: the element size it was applied with
+};
+
+// One stored chunk: its file extent and which filters were skipped when it was written
+// (bit k set = pipeline filter k was not applied, as HDF5's filter_mask says).
+struct chunk_entry {
+  std::uint64_t address = 0;
+  std::uint64_t size = 0;
+  std::uint32_t filter_mask = 0;
+};
+
+// Plain-data summary the public hdf5_shard_info is filled from.
+struct shard_description {
+  std::string layout, dtype, storage, fallback_reason;
+  std::vector<std::uint64_t> shape, chunk_shape;
+  std::vector<std::string> filters;
+  int path = 0;  // 0 pread_raw, 1 pread_decode, 2 h5dread_fallback
+  std::uint64_t data_bytes = 0;
+};
+
+struct shard_index {
+  std::string path;
+  posix_file file;
+  bool blob = false;
+  read_kind kind = read_kind::contiguous;
+  std::size_t element_size = 1;
+  bool swap = false;  // reverse each element's bytes after reading
+  std::uint64_t records = 0;
+  std::size_t row_bytes = 0;   // fixed layout: bytes of one record
+  std::size_t max_record = 0;  // largest record in bytes
+  int rank = 0;
+  coords dims{};                        // extent of the data dataset
+  std::vector<std::uint64_t> offsets;   // blob: records + 1 entries, validated
+  std::vector<std::int64_t> labels;     // empty without a label dataset
+  std::uint64_t base = 0;               // contiguous: file offset of the first element
+  chunk_grid grid;                      // chunked
+  std::vector<chunk_entry> chunks;      // chunked: one per grid position, row-major
+  std::vector<filter_step> pipeline;    // chunked: filters in the order they were applied
+  std::uint64_t chunks_per_record = 0;  // chunked: the most chunks one record touches
+  handle h5file, dataset, memtype;      // fallback only (closed after indexing otherwise)
+  shard_description description;
+
+  [[nodiscard]] std::size_t record_bytes(std::uint64_t local) const noexcept {
+    return blob ? static_cast<std::size_t>(offsets[local + 1] - offsets[local]) : row_bytes;
+  }
+
+  [[nodiscard]] record_box box(std::uint64_t local) const noexcept {
+    record_box b;
+    if (blob) {
+      b.start[0] = offsets[local];
+      b.count[0] = offsets[local + 1] - offsets[local];
+    } else {
+      b.start[0] = local;
+      b.count[0] = 1;
+      for (int d = 1; d < rank; ++d) b.count[d] = dims[d];
+    }
+    return b;
+  }
+
+  // True when chunk c has no filter left to undo (none in the pipeline, or all skipped).
+  [[nodiscard]] bool unfiltered(const chunk_entry& c) const noexcept {
+    for (std::size_t k = 0; k < pipeline.size() && k < 32; ++k)
+      if (!(c.filter_mask & (1u << k))) return false;
+    return true;
+  }
+
+  // Reads record `local` through H5Dread with the native memory type (HDF5 converts and
+  // decodes). Serialised by the library mutex: correct, not fast.
+  void fallback_read(std::uint64_t local, std::span<std::byte> dst, std::uint64_t global) const {
+    const record_box b = box(local);
+    std::uint64_t n = 1;
+    for (int d = 0; d < rank; ++d) n *= b.count[d];
+    if (n == 0) return;
+    std::array<hsize_t, max_rank> start{}, count{};
+    for (int d = 0; d < rank; ++d) {
+      start[d] = static_cast<hsize_t>(b.start[d]);
+      count[d] = static_cast<hsize_t>(b.count[d]);
+    }
+    library_lock lock;
+    auto fail = [&](const char* api) {
+      throw_hdf5("H5Dread fallback failed", path, api, -1, global);
+    };
+    handle fspace(H5Dget_space(dataset.get()), H5Sclose);
+    if (!fspace.valid()) fail("H5Dget_space");
+    if (H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(),
+                            nullptr) < 0)
+      fail("H5Sselect_hyperslab");
+    handle mspace(H5Screate_simple(rank, count.data(), nullptr), H5Sclose);
+    if (!mspace.valid()) fail("H5Screate_simple");
+    if (H5Dread(dataset.get(), memtype.get(), mspace.get(), fspace.get(), H5P_DEFAULT, dst.data()) <
+        0)
+      fail("H5Dread");
+  }
+};
+
+}  // namespace gpufeed::detail::hdf5

@@ -1,0 +1,88 @@
+// gpufeed — the shared, immutable state of an hdf5_source: its opened shards in record order.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "gpufeed/detail/hdf5/open_shard.hpp"
+#include "gpufeed/detail/hdf5/shard.hpp"
+#include "gpufeed/error.hpp"
+
+namespace gpufeed::detail::hdf5 {
+
+// Decoded-chunk cache budget per reader: enough slots for every chunk one record touches, up to
+// this many bytes.
+inline constexpr std::size_t reader_cache_budget = std::size_t{64} << 20;
+
+struct source_state {
+  std::vector<shard_index> shards;
+  std::vector<std::uint64_t> first;     // first global record of each shard; back() = total
+  std::vector<std::uint64_t> key_base;  // first source-wide chunk number of each shard
+  std::size_t fixed_record = 0;         // row bytes (fixed layout), 0 for blob
+  std::size_t max_record = 0;
+  bool labels = false;
+  std::size_t cache_capacity = 1;
+
+  [[nodiscard]] std::uint64_t size() const noexcept { return first.empty() ? 0 : first.back(); }
+
+  [[noreturn]] void out_of_range(std::uint64_t i) const {
+    error_context ctx;
+    ctx.record = i;
+    throw config_error("record index " + std::to_string(i) + " is out of range (the source has " +
+                           std::to_string(size()) + " records)",
+                       std::move(ctx));
+  }
+
+  // The shard holding global record i; config_error when i >= size().
+  [[nodiscard]] std::size_t locate(std::uint64_t i) const {
+    if (i >= size()) out_of_range(i);
+    if (shards.size() == 1) return 0;
+    const auto it = std::upper_bound(first.begin(), first.end() - 1, i);
+    return static_cast<std::size_t>(it - first.begin()) - 1;
+  }
+
+  // Opens every shard; format_error when they disagree on layout, dtype or row shape.
+  source_state(const std::vector<std::filesystem::path>& paths, const open_request& req) {
+    if (paths.empty()) throw config_error("hdf5_source: no shard paths given");
+    shards.reserve(paths.size());
+    first.push_back(0);
+    key_base.push_back(0);
+    for (const auto& p : paths) {
+      shards.push_back(open_shard(p, req));
+      const shard_index& s = shards.back();
+      const shard_index& s0 = shards.front();
+      const auto& d = s.description;
+      const auto& d0 = s0.description;
+      const bool same_rows =
+          std::equal(d.shape.begin() + 1, d.shape.end(), d0.shape.begin() + 1, d0.shape.end());
+      // Byte order may differ: records are delivered in native order either way.
+      auto value_type = [](const std::string& t) { return t.substr(0, t.find(' ')); };
+      if (d.layout != d0.layout || (!s.blob && (value_type(d.dtype) != value_type(d0.dtype) ||
+                                                !same_rows || s.element_size != s0.element_size))) {
+        error_context ctx;
+        ctx.file = s.path;
+        throw format_error("shard does not match the first shard '" + s0.path + "' (" + d.layout +
+                               " " + d.dtype + " vs " + d0.layout + " " + d0.dtype +
+                               ", or a different row shape)",
+                           std::move(ctx));
+      }
+      first.push_back(first.back() + s.records);
+      key_base.push_back(key_base.back() + (s.kind == read_kind::chunked ? s.grid.chunk_count : 0));
+      max_record = std::max(max_record, s.max_record);
+      if (s.kind == read_kind::chunked && s.grid.chunk_bytes > 0) {
+        const std::size_t fit = std::max<std::size_t>(1, reader_cache_budget / s.grid.chunk_bytes);
+        const std::size_t want =
+            static_cast<std::size_t>(std::min<std::uint64_t>(s.chunks_per_record, fit));
+        cache_capacity = std::max(cache_capacity, want);
+      }
+    }
+    fixed_record = shards.front().blob ? 0 : shards.front().row_bytes;
+    labels = !req.label_dataset.empty();
+  }
+};
+
+}  // namespace gpufeed::detail::hdf5

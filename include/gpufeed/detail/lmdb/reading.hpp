@@ -1,0 +1,125 @@
+// gpufeed — reading records of a catalog: per-thread transaction sets and a pool of them.
+#pragma once
+
+#include <lmdb.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpufeed/datum.hpp"
+#include "gpufeed/detail/lmdb/catalog.hpp"
+#include "gpufeed/detail/lmdb/handles.hpp"
+#include "gpufeed/error.hpp"
+
+namespace gpufeed::detail::lmdb {
+
+// Throws config_error unless i is a record of c.
+inline void check_index(const catalog& c, std::uint64_t i) {
+  if (i >= c.size()) {
+    error_context ctx;
+    ctx.record = i;
+    throw config_error("record index " + std::to_string(i) + " is out of range: the LMDB source has " +
+                           std::to_string(c.size()) + " records",
+                       std::move(ctx));
+  }
+}
+
+// The read transactions one thread uses: one per shard, begun on first use, reset by idle() and
+// renewed on the next read. Not thread-safe; moving it is cheap.
+class txn_set {
+ public:
+  void read(const catalog& c, std::uint64_t i, std::span<std::byte> dst) {
+    check_index(c, i);
+    const std::size_t n = c.record_size(i);
+    const std::size_t si = c.shard_of(i);
+    const shard& s = c.shards()[si];
+    if (dst.size() < n)
+      throw config_error("destination of " + std::to_string(dst.size()) +
+                             " bytes is smaller than the record's " + std::to_string(n) + " bytes" +
+                             c.key_note(i),
+                         catalog::record_context(s, i));
+    if (txns_.size() != c.shards().size()) txns_.resize(c.shards().size());
+    read_txn& t = txns_[si];
+    if (!t.active()) {
+      const char* api = t.get() ? "mdb_txn_renew" : "mdb_txn_begin";
+      if (int rc = t.activate(s.handle.get()); rc != MDB_SUCCESS)
+        throw_status(rc, api, "cannot start a read transaction", catalog::record_context(s, i));
+      active_.push_back(static_cast<std::uint32_t>(si));
+    }
+    const std::span<const std::byte> k = c.key(i);
+    MDB_val key{k.size(), const_cast<std::byte*>(k.data())};  // mdb_get does not write the key
+    MDB_val val{};
+    if (int rc = mdb_get(t.get(), s.dbi, &key, &val); rc != MDB_SUCCESS) {
+      t.discard();  // an error may leave the txn unusable (MDB_TXN_ERROR); begin afresh next time
+      if (rc == MDB_NOTFOUND)
+        throw corrupt_error("the record's key is no longer in the database" + c.key_note(i),
+                            catalog::record_context(s, i));
+      throw_status(rc, "mdb_get", "cannot read the record" + c.key_note(i),
+                   catalog::record_context(s, i));
+    }
+    if (val.mv_size != c.value_size(i) || !s.valid.contains(val.mv_data, val.mv_size))
+      throw corrupt_error("the record's value has " + std::to_string(val.mv_size) +
+                              " bytes, but had " + std::to_string(c.value_size(i)) +
+                              " when the shard was opened" + c.key_note(i),
+                          catalog::record_context(s, i));
+    const auto* v = static_cast<const std::byte*>(val.mv_data);
+    if (n == 0) return;
+    if (!c.datum()) {
+      std::memcpy(dst.data(), v, n);
+      return;
+    }
+    const datum_entry& e = c.datum_at(i);
+    if (e.payload_offset != gathered) {
+      std::memcpy(dst.data(), v + e.payload_offset, n);
+    } else if (datum::gather_floats({v, val.mv_size}, dst.first(n),
+                                    catalog::record_context(s, i)) != n) {
+      throw corrupt_error("the Datum's float_data changed since the shard was opened" +
+                              c.key_note(i),
+                          catalog::record_context(s, i));
+    }
+  }
+
+  // Releases every snapshot this set holds (mdb_txn_reset); the txns are renewed on next use.
+  void idle() noexcept {
+    for (std::uint32_t si : active_) txns_[si].reset();
+    active_.clear();
+  }
+
+ private:
+  std::vector<read_txn> txns_;         // indexed by shard
+  std::vector<std::uint32_t> active_;  // shards whose txn holds a snapshot (may repeat)
+};
+
+// Transaction sets for the thread-safe lmdb_source::read(): a caller takes one (or a fresh one),
+// reads, and gives it back. Sets of mutable shards are reset before they go back, so no
+// snapshot outlives the call.
+class txn_pool {
+ public:
+  txn_set take() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (free_.empty()) return {};
+    txn_set t = std::move(free_.back());
+    free_.pop_back();
+    return t;
+  }
+  void give(txn_set&& t, bool keep_snapshot) noexcept {
+    if (!keep_snapshot) t.idle();
+    try {
+      std::lock_guard<std::mutex> lock(mutex_);
+      free_.push_back(std::move(t));
+    } catch (...) {  // no memory to keep it: drop it (its txns end in its destructor)
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<txn_set> free_;
+};
+
+}  // namespace gpufeed::detail::lmdb

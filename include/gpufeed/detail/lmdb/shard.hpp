@@ -1,0 +1,142 @@
+// gpufeed — opening one LMDB shard read-only and checking it can be read without crashing.
+//
+// Open sequence (DESIGN.md §3): mdb_env_create, maxreaders, (immutable: map exactly the file),
+// mdb_env_open(MDB_RDONLY | MDB_NOTLS | MDB_NORDAHEAD [| MDB_NOLOCK]), then — before any B-tree
+// page is touched — the file must hold every page the newest meta page says the database uses:
+// a truncated data.mdb would otherwise raise SIGBUS on the first access past its end.
+#pragma once
+
+#include <lmdb.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <string>
+#include <system_error>
+
+#include "gpufeed/detail/lmdb/handles.hpp"
+#include "gpufeed/detail/lmdb/map_region.hpp"
+#include "gpufeed/error.hpp"
+
+namespace gpufeed::detail::lmdb {
+
+// One open shard. Its dbi is the unnamed (main) database, opened once for the env's lifetime.
+struct shard {
+  std::filesystem::path dir;  // as the user gave it
+  std::string data_file;      // the data file, named in every error about this shard
+  env handle;
+  MDB_dbi dbi = 0;
+  std::size_t file_size = 0;  // data file size at open
+  std::size_t map_size = 0;   // LMDB's me_mapsize
+  region valid;               // bytes keys and values may point into (set by the scan)
+};
+
+inline error_context file_context(const std::string& file) {
+  error_context c;
+  c.file = file;
+  return c;
+}
+
+// Opens the environment at `path`: a directory holding data.mdb (+ lock.mdb), the data.mdb file
+// itself, or any other file, opened as a MDB_NOSUBDIR environment.
+inline shard open_shard(const std::filesystem::path& path, unsigned max_readers, bool immutable) {
+  namespace fs = std::filesystem;
+  shard s;
+  s.dir = path;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  fs::path env_path = path;
+  fs::path data = path / "data.mdb";
+  unsigned flags = MDB_RDONLY | MDB_NOTLS | MDB_NORDAHEAD;
+  if (immutable) flags |= MDB_NOLOCK;
+  if (!fs::exists(st)) {
+    error_context c = file_context(path.string());
+    c.api = "stat";
+    c.status = ENOENT;
+    c.status_text = std::strerror(ENOENT);
+    throw io_error("LMDB shard does not exist", std::move(c));
+  }
+  if (fs::is_regular_file(st)) {
+    data = path;
+    if (path.filename() == "data.mdb") {
+      env_path = path.has_parent_path() ? path.parent_path() : fs::path(".");
+    } else {
+      flags |= MDB_NOSUBDIR;
+    }
+  } else if (!fs::is_directory(st)) {
+    throw format_error("not an LMDB environment: neither a directory nor a file",
+                       file_context(path.string()));
+  }
+  s.data_file = data.string();
+  const fs::file_status dst = fs::status(data, ec);
+  if (!fs::exists(dst))
+    throw format_error("not an LMDB environment: the directory has no data.mdb",
+                       file_context(path.string()));
+  if (!fs::is_regular_file(dst))
+    throw format_error("not an LMDB environment: data.mdb is not a regular file",
+                       file_context(s.data_file));
+
+  MDB_env* raw = nullptr;
+  if (int rc = mdb_env_create(&raw); rc != MDB_SUCCESS)
+    throw_status(rc, "mdb_env_create", "cannot create an LMDB environment handle",
+                 file_context(s.data_file));
+  s.handle = env(raw);
+  if (int rc = mdb_env_set_maxreaders(raw, max_readers); rc != MDB_SUCCESS)
+    throw_status(rc, "mdb_env_set_maxreaders", "cannot set the LMDB reader limit",
+                 file_context(s.data_file));
+  if (immutable) {
+    // Map the file as it is (not the writer's mapsize, which may be a terabyte of address space
+    // per shard). LMDB raises this to the committed size if the file is shorter; that case is
+    // refused below before any page is touched.
+    const auto size = fs::file_size(data, ec);
+    if (!ec && size > 0) {
+      if (int rc = mdb_env_set_mapsize(raw, static_cast<std::size_t>(size)); rc != MDB_SUCCESS)
+        throw_status(rc, "mdb_env_set_mapsize", "cannot set the LMDB map size",
+                     file_context(s.data_file));
+    }
+  }
+  if (int rc = mdb_env_open(raw, env_path.c_str(), flags, 0664); rc != MDB_SUCCESS) {
+    if (rc == MDB_INVALID)
+      throw_status(rc, "mdb_env_open", "not an LMDB environment: data.mdb has no valid meta page",
+                   file_context(s.data_file));
+    if (rc == ENOENT)  // LMDB's answer for an empty data file
+      throw_status(rc, "mdb_env_open", "not an LMDB environment: data.mdb is empty",
+                   file_context(s.data_file));
+    throw_status(rc, "mdb_env_open", "cannot open the LMDB environment",
+                 file_context(s.data_file));
+  }
+
+  // The file must cover every page in use, or touching the map past its end raises SIGBUS.
+  int fd = -1;
+  struct stat fst{};
+  if (int rc = mdb_env_get_fd(raw, &fd); rc != MDB_SUCCESS)
+    throw_status(rc, "mdb_env_get_fd", "cannot get the LMDB data file", file_context(s.data_file));
+  if (::fstat(fd, &fst) != 0)
+    throw_status(errno, "fstat", "cannot stat the LMDB data file", file_context(s.data_file));
+  MDB_envinfo info{};
+  MDB_stat est{};
+  if (int rc = mdb_env_info(raw, &info); rc != MDB_SUCCESS)
+    throw_status(rc, "mdb_env_info", "cannot read the LMDB environment info",
+                 file_context(s.data_file));
+  if (int rc = mdb_env_stat(raw, &est); rc != MDB_SUCCESS)
+    throw_status(rc, "mdb_env_stat", "cannot read the LMDB environment statistics",
+                 file_context(s.data_file));
+  s.file_size = static_cast<std::size_t>(fst.st_size);
+  s.map_size = info.me_mapsize;
+  const std::uint64_t pages = static_cast<std::uint64_t>(info.me_last_pgno) + 1;
+  const std::uint64_t psize = est.ms_psize;
+  if (psize == 0 || pages > std::numeric_limits<std::uint64_t>::max() / psize ||
+      pages * psize > s.file_size) {
+    throw corrupt_error("data.mdb is truncated: the file has " + std::to_string(s.file_size) +
+                            " bytes but the database uses " + std::to_string(pages) +
+                            " pages of " + std::to_string(psize) + " bytes",
+                        file_context(s.data_file));
+  }
+  return s;
+}
+
+}  // namespace gpufeed::detail::lmdb

@@ -1,0 +1,198 @@
+// gpufeed — LMDB shards as one record space (a gpufeed::source).
+//
+// Records: every entry of each shard's main (unnamed) database, in key order within a shard,
+// shards in the order given. A record is the raw value, or — with value_format::datum — the
+// payload of a Caffe Datum (see gpufeed/datum.hpp: `data`, else the float_data bytes) with the
+// Datum's label.
+//
+// Opening (the constructor, before any worker starts): each shard is opened once with
+// MDB_RDONLY | MDB_NOTLS | MDB_NORDAHEAD (+ MDB_NOLOCK when immutable), its main database handle
+// opened once, and scanned once with a cursor to learn every key and record size (Datum values
+// are parsed there). The file must hold every page the database uses (a truncated data.mdb is
+// refused instead of raising SIGBUS later), and every key and value must lie inside the file.
+//
+// Reading: the record is looked up by key (mdb_get) in a read transaction and copied once from
+// the map into the caller's memory; its value must still have the size seen at open, or the read
+// throws corrupt_error. make_reader() gives each worker its own transactions, reset by idle()
+// and renewed on the next read; read() on the source itself is thread-safe and borrows
+// transactions from a small internal pool.
+//
+// Contracts:
+//  - immutable = true (the default) promises nobody writes the shards while they are open: no
+//    lock file is used (MDB_NOLOCK) and each file is mapped at its size at open. With false,
+//    LMDB's reader table is used (max_readers must cover every thread reading at once, plus
+//    other processes) and a writer may commit meanwhile; records keep the keys seen at open.
+//  - Never use an lmdb_source or its readers across fork(): open the shards again in the child
+//    (make_reader() throws config_error in a child of the process that opened them).
+//  - A reader shares ownership of the open shards: it stays valid after its source is moved or
+//    destroyed.
+#pragma once
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpufeed/detail/lmdb/catalog.hpp"
+#include "gpufeed/detail/lmdb/reading.hpp"
+#include "gpufeed/error.hpp"
+
+namespace gpufeed {
+
+struct lmdb_options {
+  enum class value_format { raw, datum };
+  value_format format = value_format::raw;
+  unsigned max_readers = 512;  // LMDB reader slots per shard (used when !immutable)
+  bool immutable = true;       // MDB_NOLOCK: nobody writes the shards while they are open
+};
+
+struct lmdb_shard_info {
+  std::filesystem::path path;
+  std::uint64_t first_record = 0, records = 0;
+  std::uint64_t data_bytes = 0;  // sum of delivered record sizes
+  std::size_t min_record = 0, max_record = 0;
+  std::string format;  // "raw" or "datum"
+};
+
+namespace detail::lmdb {
+struct source_state {
+  source_state(const std::vector<std::filesystem::path>& paths, bool datum, bool immutable,
+               unsigned max_readers)
+      : records(paths, datum, immutable, max_readers), pid(::getpid()) {}
+  catalog records;  // owns the envs: declared before the pool so the pool's txns end first
+  txn_pool pool;
+  std::vector<lmdb_shard_info> infos;
+  std::size_t fixed_size = 0, max_size = 0;
+  pid_t pid;
+};
+}  // namespace detail::lmdb
+
+class lmdb_source {
+ public:
+  explicit lmdb_source(const std::filesystem::path& shard_dir, lmdb_options options = {})
+      : lmdb_source(std::vector<std::filesystem::path>{shard_dir}, options) {}
+
+  explicit lmdb_source(std::vector<std::filesystem::path> shard_dirs, lmdb_options options = {}) {
+    if (shard_dirs.empty()) throw config_error("lmdb_source needs at least one shard");
+    if (options.max_readers == 0) throw config_error("lmdb_options::max_readers must be >= 1");
+    const bool datum = options.format == lmdb_options::value_format::datum;
+    state_ = std::make_shared<detail::lmdb::source_state>(shard_dirs, datum, options.immutable,
+                                                          options.max_readers);
+    summarise(datum ? "datum" : "raw");
+  }
+
+  lmdb_source(lmdb_source&&) noexcept = default;
+  lmdb_source& operator=(lmdb_source&&) noexcept = default;
+  lmdb_source(const lmdb_source&) = delete;
+  lmdb_source& operator=(const lmdb_source&) = delete;
+  ~lmdb_source() = default;
+
+  [[nodiscard]] std::uint64_t size() const noexcept { return state_->records.size(); }
+
+  [[nodiscard]] std::size_t record_size(std::uint64_t i) const {
+    detail::lmdb::check_index(state_->records, i);
+    return state_->records.record_size(i);
+  }
+  // The common size when every record has it, else 0.
+  [[nodiscard]] std::size_t fixed_record_size() const noexcept { return state_->fixed_size; }
+  [[nodiscard]] std::size_t max_record_size() const noexcept { return state_->max_size; }
+
+  // Thread-safe. Writes record_size(i) bytes to dst.data().
+  void read(std::uint64_t i, std::span<std::byte> dst) const {
+    detail::lmdb::txn_set t = state_->pool.take();
+    try {
+      t.read(state_->records, i, dst);
+    } catch (...) {
+      state_->pool.give(std::move(t), state_->records.immutable());
+      throw;
+    }
+    state_->pool.give(std::move(t), state_->records.immutable());
+  }
+
+  [[nodiscard]] bool has_labels() const noexcept { return state_->records.datum(); }
+
+  // The Datum's label; config_error for raw values (has_labels() is false) or a bad index.
+  [[nodiscard]] std::int64_t label(std::uint64_t i) const {
+    detail::lmdb::check_index(state_->records, i);
+    if (!state_->records.datum()) {
+      error_context c;
+      c.record = i;
+      throw config_error("this LMDB source has no labels (raw values)", std::move(c));
+    }
+    return state_->records.datum_at(i).label;
+  }
+
+  // The record's LMDB key (valid as long as the source).
+  [[nodiscard]] std::span<const std::byte> key(std::uint64_t i) const {
+    detail::lmdb::check_index(state_->records, i);
+    return state_->records.key(i);
+  }
+
+  // Per-thread read transactions (one per shard, begun lazily). Not thread-safe itself: one
+  // thread at a time. idle() releases the snapshots (mdb_txn_reset) between batches.
+  class reader {
+   public:
+    reader(reader&&) noexcept = default;
+    reader& operator=(reader&&) noexcept = default;
+    reader(const reader&) = delete;
+    reader& operator=(const reader&) = delete;
+    ~reader() = default;
+
+    void read(std::uint64_t i, std::span<std::byte> dst) { txns_.read(state_->records, i, dst); }
+    void idle() noexcept { txns_.idle(); }
+
+   private:
+    friend class lmdb_source;
+    explicit reader(std::shared_ptr<const detail::lmdb::source_state> state) noexcept
+        : state_(std::move(state)) {}
+    std::shared_ptr<const detail::lmdb::source_state> state_;  // declared first: outlives txns_
+    detail::lmdb::txn_set txns_;
+  };
+
+  [[nodiscard]] reader make_reader() const {
+    if (::getpid() != state_->pid)
+      throw config_error("an lmdb_source cannot be used across fork(): open the shards again in "
+                         "the child process");
+    return reader(state_);
+  }
+
+  [[nodiscard]] const std::vector<lmdb_shard_info>& shards() const noexcept {
+    return state_->infos;
+  }
+
+ private:
+  void summarise(const char* format) {
+    const auto& cat = state_->records;
+    bool all_equal = true;
+    for (std::size_t si = 0; si < cat.shards().size(); ++si) {
+      lmdb_shard_info info;
+      info.path = cat.shards()[si].dir;
+      info.first_record = cat.shard_first(si);
+      info.records = cat.shard_first(si + 1) - info.first_record;
+      info.format = format;
+      info.min_record = cat.record_size(info.first_record);
+      for (std::uint64_t i = info.first_record; i < cat.shard_first(si + 1); ++i) {
+        const std::size_t n = cat.record_size(i);
+        info.data_bytes += n;
+        info.min_record = std::min(info.min_record, n);
+        info.max_record = std::max(info.max_record, n);
+      }
+      all_equal = all_equal && info.min_record == info.max_record &&
+                  info.min_record == cat.record_size(0);
+      state_->max_size = std::max(state_->max_size, info.max_record);
+      state_->infos.push_back(std::move(info));
+    }
+    state_->fixed_size = all_equal ? cat.record_size(0) : 0;
+  }
+
+  std::shared_ptr<detail::lmdb::source_state> state_;  // shared with readers; never copied
+};
+
+}  // namespace gpufeed
