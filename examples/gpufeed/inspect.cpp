@@ -152,7 +152,8 @@ void print_text(const json& j) {
     std::printf("  storage    %s", j["storage"].get<std::string>().c_str());
     if (!j["chunk_shape"].empty()) std::printf(", chunks %s", list_text(j["chunk_shape"]).c_str());
     std::string filters;
-    for (const auto& f : j["filters"]) filters += (filters.empty() ? "" : ", ") + f.get<std::string>();
+    for (const auto& f : j["filters"])
+      filters += (filters.empty() ? "" : ", ") + f.get<std::string>();
     std::printf(", filters %s\n", filters.empty() ? "none" : filters.c_str());
     std::printf("  read path  %s", j["read_path"].get<std::string>().c_str());
     if (j.contains("fallback_reason"))
@@ -256,8 +257,9 @@ void run_inspect(const inspect_args& a) {
 void add_inspect(CLI::App& app) {
   auto a = std::make_shared<inspect_args>();
   CLI::App* cmd = app.add_subcommand(
-      "inspect", "Show what gpufeed sees in HDF5 files and LMDB directories: layout, dtype, "
-                 "storage, filters, read path, records, bytes; --checksums: each record's crc32");
+      "inspect",
+      "Show what gpufeed sees in HDF5 files and LMDB directories: layout, dtype, "
+      "storage, filters, read path, records, bytes; --checksums: each record's crc32");
   cmd->add_option("shards", a->shards, "HDF5 files and/or LMDB directories, in record order")
       ->required();
   cmd->add_option("--dataset", a->dataset, "HDF5 dataset holding the records")

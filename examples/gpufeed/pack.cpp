@@ -6,6 +6,8 @@
 //
 // Progress goes to stderr: one line updated in place when stderr is a terminal, else a line
 // every 5 seconds. The summary goes to stdout. --quiet prints neither (errors still print).
+#include "gpufeed/pack.hpp"
+
 #include <unistd.h>
 
 #include <chrono>
@@ -16,7 +18,6 @@
 #include <string>
 
 #include "commands.hpp"
-#include "gpufeed/pack.hpp"
 #include "report.hpp"
 
 namespace gpufeed::cli {
@@ -104,13 +105,13 @@ void run_pack(const pack_args& a) {
   if (!a.quiet) o.progress = progress_printer(::isatty(2) == 1);
   const pack_result r = pack(inputs, a.output, o);
   if (a.quiet) return;
-  std::printf("packed %llu files (%s) into %zu %s shard%s in %s in %.2f s: %.0f files/s, "
-              "%.1f MB/s\n",
-              static_cast<unsigned long long>(r.records),
-              human_bytes(static_cast<double>(r.bytes)).c_str(), r.shards.size(),
-              to_string(r.format), r.shards.size() == 1 ? "" : "s", a.output.c_str(), r.seconds,
-              r.seconds > 0 ? static_cast<double>(r.records) / r.seconds : 0.0,
-              r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds / 1e6 : 0.0);
+  std::printf(
+      "packed %llu files (%s) into %zu %s shard%s in %s in %.2f s: %.0f files/s, "
+      "%.1f MB/s\n",
+      static_cast<unsigned long long>(r.records), human_bytes(static_cast<double>(r.bytes)).c_str(),
+      r.shards.size(), to_string(r.format), r.shards.size() == 1 ? "" : "s", a.output.c_str(),
+      r.seconds, r.seconds > 0 ? static_cast<double>(r.records) / r.seconds : 0.0,
+      r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds / 1e6 : 0.0);
 }
 
 }  // namespace
@@ -118,8 +119,9 @@ void run_pack(const pack_args& a) {
 void add_pack(CLI::App& app) {
   auto a = std::make_shared<pack_args>();
   CLI::App* cmd = app.add_subcommand(
-      "pack", "Pack the files under a directory (or named in a list file) into HDF5 or LMDB "
-              "shards, in sorted order, with a manifest.json");
+      "pack",
+      "Pack the files under a directory (or named in a list file) into HDF5 or LMDB "
+      "shards, in sorted order, with a manifest.json");
   auto* in = cmd->add_option("input", a->input, "input directory (files listed recursively)");
   auto* list = cmd->add_option("--list", a->list,
                                "list file: one PATH or PATH<TAB>LABEL per line (relative to the "

@@ -97,9 +97,10 @@ inline std::vector<pack_input> list_directory(const std::filesystem::path& root,
     if (labels_from_subdirs) {
       const auto slash = f.name.find('/');
       if (slash == std::string::npos)
-        throw config_error("labels come from subdirectories, but this file is directly in the "
-                           "input directory",
-                           detail::pack::file_ctx(f.path));
+        throw config_error(
+            "labels come from subdirectories, but this file is directly in the "
+            "input directory",
+            detail::pack::file_ctx(f.path));
       const auto it = std::lower_bound(labels.begin(), labels.end(), f.name.substr(0, slash));
       in.label = static_cast<std::int64_t>(it - labels.begin());
     }
@@ -130,8 +131,8 @@ struct pack_progress {
   std::size_t shards_done = 0, shards_total = 0;
   double seconds = 0;  // since pack() began
   double files_per_second = 0, bytes_per_second = 0;
-  double eta_seconds = 0;   // time left at the current byte rate
-  bool verifying = false;   // files/bytes count records read back by verify
+  double eta_seconds = 0;  // time left at the current byte rate
+  bool verifying = false;  // files/bytes count records read back by verify
 };
 
 struct pack_options {
@@ -144,7 +145,7 @@ struct pack_options {
   // decoded-chunk cache serves sequential records; a random read of a small record decodes its
   // whole chunk, so lower it for shuffled access to compressed shards.
   std::uint64_t chunk_bytes = 1ull << 20;
-  std::size_t threads = 0;  // reading (and compressing, verifying) threads; 0 = hardware
+  std::size_t threads = 0;       // reading (and compressing, verifying) threads; 0 = hardware
   std::string prefix = "shard";  // shard-00000.h5 / shard-00000.lmdb/
   bool lmdb_datum = false;       // LMDB only: values are Caffe Datum {data, label}
   bool verify = false;  // read every record back through hdf5_source/lmdb_source, compare crc32

@@ -22,8 +22,8 @@ inline std::vector<bool> hdf5_links_exist(const std::filesystem::path& file,
   namespace h = detail::hdf5;
   const std::string f = file.string();
   h::library_lock lock;
-  h::handle id = h::checked<format_error>(H5Fopen(f.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT),
-                                          H5Fclose, "H5Fopen", "cannot open the HDF5 file", f);
+  h::handle id = h::checked<format_error>(H5Fopen(f.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose,
+                                          "H5Fopen", "cannot open the HDF5 file", f);
   std::vector<bool> out;
   for (const std::string& n : names) {
     // H5Lexists fails (< 0) when an intermediate group is missing: that is "absent" too.

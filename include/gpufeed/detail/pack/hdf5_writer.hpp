@@ -52,9 +52,9 @@ inline void sync_path(const std::filesystem::path& p) {
 
 // What a shard stores beside its data (all sized for its N records).
 struct shard_meta {
-  std::vector<std::uint64_t> offsets;     // N+1, local to the shard
-  std::vector<std::int64_t> labels;       // N, or empty
-  std::string names;                      // names back to back
+  std::vector<std::uint64_t> offsets;       // N+1, local to the shard
+  std::vector<std::int64_t> labels;         // N, or empty
+  std::string names;                        // names back to back
   std::vector<std::uint64_t> name_offsets;  // N+1
 };
 
@@ -87,11 +87,10 @@ class hdf5_shard_writer {
       add(file_.get(), "labels", H5T_STD_I64LE, H5T_NATIVE_INT64, meta.labels.size(),
           meta.labels.data());
     h::handle gcpl = creation_list(H5P_GROUP_CREATE);
-    h::handle names = h::checked(H5Gcreate2(file_.get(), "names", H5P_DEFAULT, gcpl.get(),
-                                            H5P_DEFAULT),
-                                 H5Gclose, "H5Gcreate2", "cannot create group 'names'", path_);
-    add(names.get(), "data", H5T_STD_U8LE, H5T_NATIVE_UINT8, meta.names.size(),
-        meta.names.data());
+    h::handle names =
+        h::checked(H5Gcreate2(file_.get(), "names", H5P_DEFAULT, gcpl.get(), H5P_DEFAULT), H5Gclose,
+                   "H5Gcreate2", "cannot create group 'names'", path_);
+    add(names.get(), "data", H5T_STD_U8LE, H5T_NATIVE_UINT8, meta.names.size(), meta.names.data());
     add(names.get(), "offsets", H5T_STD_U64LE, H5T_NATIVE_UINT64, meta.name_offsets.size(),
         meta.name_offsets.data());
   }

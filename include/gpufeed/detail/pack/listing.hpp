@@ -168,8 +168,9 @@ inline std::vector<list_entry> parse_list(const std::string& text, const fs::pat
       const auto r = std::from_chars(v.data(), v.data() + v.size(), label);
       if (v.empty() || r.ec != std::errc{} || r.ptr != v.data() + v.size())
         list_fail(list, line,
-                  "the label '" + std::string(v) + "' is not a decimal 64-bit integer (format: "
-                  "PATH or PATH<TAB>LABEL)");
+                  "the label '" + std::string(v) +
+                      "' is not a decimal 64-bit integer (format: "
+                      "PATH or PATH<TAB>LABEL)");
       e.label = label;
     }
     out.push_back(std::move(e));

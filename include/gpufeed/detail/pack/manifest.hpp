@@ -34,9 +34,12 @@ inline std::string json_string(std::string_view s) {
       // Length of a valid UTF-8 sequence starting here, or 0 (RFC 3629: no overlongs,
       // surrogates or code points above U+10FFFF).
       std::size_t len = 0;
-      if (c >= 0xc2 && c <= 0xdf) len = 2;
-      else if (c >= 0xe0 && c <= 0xef) len = 3;
-      else if (c >= 0xf0 && c <= 0xf4) len = 4;
+      if (c >= 0xc2 && c <= 0xdf)
+        len = 2;
+      else if (c >= 0xe0 && c <= 0xef)
+        len = 3;
+      else if (c >= 0xf0 && c <= 0xf4)
+        len = 4;
       bool ok = len != 0 && i + len <= n;
       for (std::size_t k = 1; ok && k < len; ++k) ok = (p[i + k] & 0xc0) == 0x80;
       if (ok && len == 3) ok = !(c == 0xe0 && p[i + 1] < 0xa0) && !(c == 0xed && p[i + 1] > 0x9f);

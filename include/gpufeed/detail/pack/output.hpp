@@ -91,7 +91,7 @@ inline entry_kind classify(const fs::path& p, const std::string& prefix) {
   if (n == manifest_name) {
     if (dir) return entry_kind::conflict;
     return (temp || fs::is_symlink(st) || starts_with_marker(p)) ? entry_kind::own_file
-                                                                  : entry_kind::conflict;
+                                                                 : entry_kind::conflict;
   }
   if (is_shard_name(n, prefix, ".h5")) return dir ? entry_kind::conflict : entry_kind::own_file;
   if (is_shard_name(n, prefix, ".lmdb")) {
@@ -121,14 +121,16 @@ inline void prepare_out_dir(const fs::path& out, const std::string& prefix, bool
   if (ec) throw_fs("cannot list the output directory", out, "readdir", ec);
   if (entries.empty()) return;
   if (!force)
-    throw config_error("the output directory is not empty; use force (gpufeed pack --force) to "
-                       "replace the shards and manifest an earlier pack wrote there",
-                       file_ctx(out));
+    throw config_error(
+        "the output directory is not empty; use force (gpufeed pack --force) to "
+        "replace the shards and manifest an earlier pack wrote there",
+        file_ctx(out));
   for (const fs::path& p : entries)
     if (classify(p, prefix) == entry_kind::conflict)
-      throw config_error("the output directory holds an entry with a name pack uses that pack "
-                         "did not write; remove or rename it",
-                         file_ctx(p));
+      throw config_error(
+          "the output directory holds an entry with a name pack uses that pack "
+          "did not write; remove or rename it",
+          file_ctx(p));
   for (const fs::path& p : entries) {
     const entry_kind k = classify(p, prefix);
     if (k == entry_kind::own_file) fs::remove(p, ec);

@@ -35,7 +35,7 @@ struct shard_plan {
 
 struct batch_plan {
   std::size_t shard = 0;
-  std::uint64_t begin = 0, end = 0;                 // byte range of the shard's stream
+  std::uint64_t begin = 0, end = 0;                // byte range of the shard's stream
   std::uint64_t first_record = 0, end_record = 0;  // global records [first, end) it holds part of
 };
 
@@ -80,8 +80,8 @@ inline pack_plan make_plan(std::vector<std::uint64_t> sizes, std::uint64_t shard
   const std::uint64_t n = p.sizes.size();
   p.offset.resize(n);
   for (std::uint64_t r = 0; r < n; ++r) {
-    if (p.shards.empty() || (p.shards.back().records > 0 &&
-                             p.shards.back().bytes + p.sizes[r] > shard_bytes)) {
+    if (p.shards.empty() ||
+        (p.shards.back().records > 0 && p.shards.back().bytes + p.sizes[r] > shard_bytes)) {
       shard_plan s;
       s.first_record = r;
       p.shards.push_back(s);

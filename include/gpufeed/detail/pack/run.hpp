@@ -27,23 +27,28 @@ inline void check_options(const std::vector<pack_input>& inputs, const pack_opti
     throw config_error("pack: deflate applies to HDF5 shards only");
   if (o.format == shard_format::hdf5 && o.lmdb_datum)
     throw config_error("pack: Datum values apply to LMDB shards only");
+  if (o.format == shard_format::lmdb && !o.lmdb_datum && inputs.front().label)
+    throw config_error(
+        "pack: raw LMDB values cannot hold labels; store Caffe Datum values "
+        "(lmdb_datum, gpufeed pack --datum) or use HDF5");
   if (o.chunk_bytes == 0 || o.chunk_bytes > (std::uint64_t{1} << 30))
     throw config_error("pack: chunk_bytes must be 1 byte to 1 GiB");
   check_prefix(o.prefix);
   const bool labels = inputs.front().label.has_value();
   for (const pack_input& in : inputs) {
     if (in.label.has_value() != labels)
-      throw config_error("pack: either every input has a label or none has; this one differs "
-                         "from the first",
-                         file_ctx(in.path));
+      throw config_error(
+          "pack: either every input has a label or none has; this one differs "
+          "from the first",
+          file_ctx(in.path));
     if (in.name.find('\0') != std::string::npos)
       throw config_error("pack: an input name contains a NUL byte", file_ctx(in.path));
     if (o.lmdb_datum && labels &&
         (*in.label < std::numeric_limits<std::int32_t>::min() ||
          *in.label > std::numeric_limits<std::int32_t>::max()))
-      throw config_error("pack: a Caffe Datum label is an int32; this one is " +
-                             std::to_string(*in.label),
-                         file_ctx(in.path));
+      throw config_error(
+          "pack: a Caffe Datum label is an int32; this one is " + std::to_string(*in.label),
+          file_ctx(in.path));
   }
 }
 
@@ -110,8 +115,8 @@ inline shard_meta meta_for(const pack_plan& plan, const shard_plan& s,
 
 }  // namespace detail::pack
 
-inline pack_result pack(const std::vector<pack_input>& inputs,
-                        const std::filesystem::path& out_dir, const pack_options& o) {
+inline pack_result pack(const std::vector<pack_input>& inputs, const std::filesystem::path& out_dir,
+                        const pack_options& o) {
   namespace d = detail::pack;
   namespace fs = std::filesystem;
   const auto t0 = std::chrono::steady_clock::now();
@@ -145,10 +150,9 @@ inline pack_result pack(const std::vector<pack_input>& inputs,
 
   std::vector<fs::path> written;  // removed if pack fails
   try {
-    d::batch_pipeline pipe(plan.batches.size(), threads, 2 * threads + 2,
-                           [&](std::size_t k, d::batch_data& b) {
-                             d::fill_batch(plan, paths, k, level, b);
-                           });
+    d::batch_pipeline pipe(
+        plan.batches.size(), threads, 2 * threads + 2,
+        [&](std::size_t k, d::batch_data& b) { d::fill_batch(plan, paths, k, level, b); });
     for (std::size_t si = 0; si < plan.shards.size(); ++si) {
       const d::shard_plan& s = plan.shards[si];
       const std::string name = d::shard_name(o.prefix, si, lmdb);
@@ -159,8 +163,8 @@ inline pack_result pack(const std::vector<pack_input>& inputs,
       if (lmdb) {
         std::vector<std::uint64_t> values;
         for (std::uint64_t r = s.first_record; r < s.first_record + s.records; ++r)
-          values.push_back(d::lmdb_value_size(plan.sizes[r], res.lmdb_datum,
-                                              inputs[r].label.value_or(0)));
+          values.push_back(
+              d::lmdb_value_size(plan.sizes[r], res.lmdb_datum, inputs[r].label.value_or(0)));
         mdb.emplace(tmp, d::lmdb_map_bound(values), res.lmdb_datum);
       } else {
         h5.emplace(tmp, s.bytes, s.chunk, level, d::meta_for(plan, s, inputs));
@@ -226,11 +230,10 @@ inline pack_result pack(const std::vector<pack_input>& inputs,
         const std::uint64_t r = s.first_record + i;
         const auto at = static_cast<std::size_t>(i);
         if (rb.sizes[at] != plan.sizes[r] || rb.crcs[at] != crc[r])
-          d::verify_fail("record differs from its input file '" + inputs[r].path.string() +
-                             "' (" + std::to_string(rb.sizes[at]) + " bytes, crc32 " +
-                             d::hex32(rb.crcs[at]) + "; expected " +
-                             std::to_string(plan.sizes[r]) + " bytes, crc32 " +
-                             d::hex32(crc[r]) + ")",
+          d::verify_fail("record differs from its input file '" + inputs[r].path.string() + "' (" +
+                             std::to_string(rb.sizes[at]) + " bytes, crc32 " +
+                             d::hex32(rb.crcs[at]) + "; expected " + std::to_string(plan.sizes[r]) +
+                             " bytes, crc32 " + d::hex32(crc[r]) + ")",
                          s.file, r);
         if (res.labels && (rb.labels.size() <= at || rb.labels[at] != *inputs[r].label))
           d::verify_fail("record's label differs from its input's", s.file, r);

@@ -64,8 +64,8 @@ read_back read_all(const Source& src, std::size_t threads) {
   return out;
 }
 
-inline read_back read_shard(const std::filesystem::path& shard, bool lmdb, bool datum,
-                            bool labels, std::size_t threads) {
+inline read_back read_shard(const std::filesystem::path& shard, bool lmdb, bool datum, bool labels,
+                            std::size_t threads) {
   if (lmdb) {
     lmdb_options o;
     o.format = datum ? lmdb_options::value_format::datum : lmdb_options::value_format::raw;
