@@ -27,28 +27,11 @@
 #include <vector>
 
 #include "gpufeed/detail/hdf5/library.hpp"
+#include "gpufeed/detail/pack/output.hpp"
 #include "gpufeed/detail/pack/reading.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail::pack {
-
-// Flushes a finished file (or directory) to disk so that renaming it to its final name never
-// exposes a shard whose bytes a crash could lose.
-inline void sync_path(const std::filesystem::path& p) {
-  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) input_fail("cannot open a written shard to sync it", p, "open", errno);
-  const int rc = ::fsync(fd);
-  const int e = errno;
-  ::close(fd);
-  if (rc != 0) {
-    error_context c;
-    c.file = p.string();
-    c.api = "fsync";
-    c.status = e;
-    c.status_text = std::strerror(e);
-    throw io_error("cannot flush a written shard to disk", std::move(c));
-  }
-}
 
 // What a shard stores beside its data (all sized for its N records).
 struct shard_meta {
@@ -132,7 +115,7 @@ class hdf5_shard_writer {
                path_);
       file_.reset();
     }
-    sync_path(path_);
+    sync_file(path_);
   }
 
  private:

@@ -2,23 +2,27 @@
 //
 // One environment per shard: a directory holding data.mdb only (MDB_NOLOCK: the writer is alone,
 // and readers of immutable shards use no lock file either). Keys are the record's global index
-// as 10 decimal digits, so key order = record order and every key is appended (MDB_APPEND);
-// values are reserved (MDB_RESERVE) and filled in place, piece by piece, so a record is never
-// assembled in a separate buffer. Transactions commit every 64 MiB, at record boundaries
-// (LMDB keeps a write txn's dirty pages in memory); MDB_NOSYNC while writing, one
-// mdb_env_sync(force) at the end.
+// as 10 decimal digits, so key order = record order and every key is appended (MDB_APPEND).
+// MDB_WRITEMAP + MDB_RESERVE: a value's pages are the file's own (mapped) pages, and the record's
+// pieces are copied straight into them — one copy from the input file, no malloc'd page, no
+// pwrite (2-3x faster than without WRITEMAP here). WRITEMAP grows the file to the map size
+// (sparse where the filesystem allows), so finish() cuts it back to the pages in use.
+// Transactions commit every 64 MiB, at record boundaries; MDB_NOSYNC while writing, one
+// mdb_env_sync(force) and an fsync at the end.
 //
-// Determinism: LMDB zero-fills every page part it does not write (MDB_NOMEMINIT is not set), the
-// meta pages hold only txn ids, the map size (computed from the input sizes) and page numbers,
-// and the operations are the same for the same input: data.mdb is byte-identical run to run on
-// machines with the same page size.
+// Determinism: a fresh page of the sparse file reads as zeros, a reused page holds what the same
+// sequence of operations left in it, the meta pages hold only txn ids, the map size (computed
+// from the input sizes) and page numbers: data.mdb is byte-identical run to run on machines with
+// the same page size (the tests compare two runs).
 //
 // Datum values (optional): a Caffe Datum message `data` (field 4) + `label` (field 5).
 #pragma once
 
+#include <fcntl.h>
 #include <lmdb.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -29,6 +33,7 @@
 
 #include "gpufeed/detail/lmdb/handles.hpp"
 #include "gpufeed/detail/pack/listing.hpp"
+#include "gpufeed/detail/pack/output.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail::pack {
@@ -87,8 +92,8 @@ class lmdb_shard_writer {
     check(mdb_env_create(&raw), "mdb_env_create", "cannot create an LMDB environment");
     env_ = lmdb::env(raw);
     check(mdb_env_set_mapsize(raw, map_size), "mdb_env_set_mapsize", "cannot set the map size");
-    check(mdb_env_open(raw, dir.c_str(), MDB_NOLOCK | MDB_NOSYNC, 0644), "mdb_env_open",
-          "cannot create the LMDB environment");
+    check(mdb_env_open(raw, dir.c_str(), MDB_NOLOCK | MDB_NOSYNC | MDB_WRITEMAP, 0644),
+          "mdb_env_open", "cannot create the LMDB environment");
     begin();
     check(mdb_dbi_open(txn_, nullptr, 0, &dbi_), "mdb_dbi_open", "cannot open the database");
   }
@@ -133,11 +138,21 @@ class lmdb_shard_writer {
     }
   }
 
-  // Commits, syncs data.mdb and closes the environment.
+  // Commits, closes the environment, cuts data.mdb to the pages in use and syncs it.
   void finish() {
     commit();
+    MDB_envinfo info{};
+    MDB_stat st{};
+    check(mdb_env_info(env_.get(), &info), "mdb_env_info", "cannot read the environment info");
+    check(mdb_env_stat(env_.get(), &st), "mdb_env_stat", "cannot read the environment stats");
     check(mdb_env_sync(env_.get(), 1), "mdb_env_sync", "cannot flush the LMDB shard to disk");
     env_ = lmdb::env();
+    // MDB_WRITEMAP grew the file to the map size (sparse); pages past the last one in use hold
+    // nothing, and without WRITEMAP LMDB would never have written them.
+    const auto used = (static_cast<std::uint64_t>(info.me_last_pgno) + 1) * st.ms_psize;
+    if (::truncate(file_.c_str(), static_cast<off_t>(used)) != 0)
+      throw_errno("cannot trim the LMDB data file", file_, "truncate", errno);
+    sync_file(file_);
   }
 
  private:

@@ -139,6 +139,17 @@ inline void prepare_out_dir(const fs::path& out, const std::string& prefix, bool
   }
 }
 
+// Flushes a finished file to disk, so that renaming it to its final name never exposes a shard
+// whose bytes a crash could lose.
+inline void sync_file(const fs::path& p) {
+  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw_errno("cannot open a written file to flush it", p, "open", errno);
+  const int rc = ::fsync(fd);
+  const int e = errno;
+  ::close(fd);
+  if (rc != 0) throw_errno("cannot flush a written file to disk", p, "fsync", e);
+}
+
 // Writes `text` to out/name through a synced temporary and a rename.
 inline void write_file_atomically(const fs::path& out, const std::string& name,
                                   const std::string& text) {

@@ -20,6 +20,7 @@
 #include <exception>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <stop_token>
@@ -33,9 +34,31 @@
 
 namespace gpufeed::detail::pack {
 
-// What a worker hands the writer for one batch.
+// Bytes that are not value-initialised: a batch is overwritten entirely by its files' bytes, so
+// zeroing it first would only double the memory traffic. Keeps its allocation when reused.
+class byte_buffer {
+ public:
+  void resize(std::size_t n) {
+    if (n > capacity_) {
+      data_.reset(new std::byte[n]);
+      capacity_ = n;
+    }
+    size_ = n;
+  }
+  [[nodiscard]] std::byte* data() noexcept { return data_.get(); }
+  [[nodiscard]] const std::byte* data() const noexcept { return data_.get(); }
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+
+ private:
+  std::unique_ptr<std::byte[]> data_;
+  std::size_t size_ = 0, capacity_ = 0;
+};
+
+// What a worker hands the writer for one batch. Recycled (batch_pipeline::recycle), so buffers
+// are allocated once per window slot, not once per batch.
 struct batch_data {
-  std::vector<std::byte> bytes;                // the batch's range of the stream (raw)
+  byte_buffer bytes;  // the batch's range of the stream (raw; + zero padding for deflate)
   std::vector<std::vector<std::byte>> chunks;  // deflate: its chunks, compressed, in order
   std::vector<std::uint32_t> crc;  // per record of the batch: crc32 of the part it holds
   std::exception_ptr error;        // rethrown by the writer when it reaches this batch
@@ -113,8 +136,15 @@ inline std::uint32_t crc32_join(std::uint32_t a, std::uint32_t b, std::uint64_t 
 inline void fill_batch(const pack_plan& plan, const std::vector<std::filesystem::path>& paths,
                        std::size_t b, int level, batch_data& out) {
   const batch_plan& bp = plan.batches[b];
-  out.bytes.assign(static_cast<std::size_t>(bp.end - bp.begin), std::byte{0});
+  const shard_plan& s = plan.shards[bp.shard];
+  const bool deflate = level > 0 && s.chunk > 0;
+  const std::uint64_t n = bp.end - bp.begin;
+  const std::uint64_t chunks = deflate ? (n + s.chunk - 1) / s.chunk : 0;
+  const std::uint64_t padded = deflate ? chunks * s.chunk : n;
+  out.bytes.resize(static_cast<std::size_t>(padded));
+  if (padded > n) std::memset(out.bytes.data() + n, 0, static_cast<std::size_t>(padded - n));
   out.crc.assign(static_cast<std::size_t>(bp.end_record - bp.first_record), 0);
+  out.chunks.resize(static_cast<std::size_t>(chunks));
   for (std::uint64_t r = bp.first_record; r < bp.end_record; ++r) {
     const std::uint64_t lo = std::max(plan.offset[r], bp.begin);
     const std::uint64_t hi = std::min(plan.end_of(r), bp.end);
@@ -124,18 +154,12 @@ inline void fill_batch(const pack_plan& plan, const std::vector<std::filesystem:
     f.read(dst, hi - lo, lo - plan.offset[r], plan.sizes[r]);
     out.crc[r - bp.first_record] = crc32_of(dst, hi - lo);
   }
-  const shard_plan& s = plan.shards[bp.shard];
-  if (level <= 0 || s.chunk == 0) return;
-  const std::uint64_t chunk = s.chunk;
-  const std::size_t count = static_cast<std::size_t>((out.bytes.size() + chunk - 1) / chunk);
-  out.bytes.resize(count * chunk, std::byte{0});
-  out.chunks.resize(count);
-  for (std::size_t c = 0; c < count; ++c) {
-    uLongf len = ::compressBound(static_cast<uLong>(chunk));
+  for (std::size_t c = 0; c < out.chunks.size(); ++c) {
+    uLongf len = ::compressBound(static_cast<uLong>(s.chunk));
     out.chunks[c].resize(len);
     const int rc = ::compress2(reinterpret_cast<Bytef*>(out.chunks[c].data()), &len,
-                               reinterpret_cast<const Bytef*>(out.bytes.data() + c * chunk),
-                               static_cast<uLong>(chunk), level);
+                               reinterpret_cast<const Bytef*>(out.bytes.data() + c * s.chunk),
+                               static_cast<uLong>(s.chunk), level);
     if (rc != Z_OK) {
       error_context ctx;
       ctx.api = "compress2";
@@ -145,7 +169,6 @@ inline void fill_batch(const pack_plan& plan, const std::vector<std::filesystem:
     }
     out.chunks[c].resize(len);
   }
-  out.bytes = {};
 }
 
 // Runs fill(k, data) for k = 0..count-1 on `threads` workers, at most `window` batches ahead of
@@ -172,6 +195,13 @@ class batch_pipeline {
     workers_.clear();  // joins
   }
 
+  // Gives a batch's buffers back for reuse by a later batch.
+  void recycle(batch_data&& d) {
+    d.error = nullptr;
+    std::lock_guard<std::mutex> g(m_);
+    if (spare_.size() < window_) spare_.push_back(std::move(d));
+  }
+
   batch_data take(std::size_t k) {
     std::unique_lock<std::mutex> lk(m_);
     ready_.wait(lk, [&] { return ring_[k % window_].has_value(); });
@@ -195,6 +225,13 @@ class batch_pipeline {
         k = next_++;
       }
       batch_data d;
+      {
+        std::lock_guard<std::mutex> g(m_);
+        if (!spare_.empty()) {
+          d = std::move(spare_.back());
+          spare_.pop_back();
+        }
+      }
       try {
         fill_(k, d);
       } catch (...) {
@@ -214,6 +251,7 @@ class batch_pipeline {
   std::mutex m_;
   std::condition_variable ready_, space_;
   std::vector<std::optional<batch_data>> ring_;
+  std::vector<batch_data> spare_;
   std::size_t next_ = 0, taken_ = 0;
   bool stopping_ = false;
   std::vector<std::jthread> workers_;  // last: joined before the members they use go away

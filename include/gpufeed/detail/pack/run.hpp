@@ -170,7 +170,7 @@ inline pack_result pack(const std::vector<pack_input>& inputs, const std::filesy
         h5.emplace(tmp, s.bytes, s.chunk, level, d::meta_for(plan, s, inputs));
       }
       for (std::size_t k = s.first_batch; k < s.first_batch + s.batches; ++k) {
-        const d::batch_data b = pipe.take(k);
+        d::batch_data b = pipe.take(k);
         const d::batch_plan& bp = plan.batches[k];
         for (std::uint64_t r = bp.first_record; r < bp.end_record; ++r) {
           const std::uint64_t lo = std::max(plan.offset[r], bp.begin);
@@ -189,6 +189,7 @@ inline pack_result pack(const std::vector<pack_input>& inputs, const std::filesy
         }
         if (h5) h5->write(bp.begin, b);
         prog.bytes_done += bp.end - bp.begin;
+        pipe.recycle(std::move(b));
         meter.report();
       }
       if (h5) h5->finish();
