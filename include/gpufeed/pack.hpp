@@ -15,10 +15,13 @@
 //                           names, blob layout again).
 //   <prefix>-00000.lmdb/    one LMDB environment per shard (data.mdb only): key = the record's
 //                           global index as 10 decimal digits, value = the file's bytes (or a
-//                           Caffe Datum {data, label} with lmdb_datum).
+//                           Caffe Datum {data, label} with lmdb_datum; raw values cannot hold
+//                           labels, so labelled inputs need lmdb_datum or HDF5).
 //   manifest.json           format, shards (file, records, bytes, first_record, crc32 of the
 //                           record bytes in order), totals, label names, options, version.
 // Records keep the input order; a shard takes records while its bytes stay within shard_bytes.
+// Worker threads read the input files (and compress deflate chunks) ahead of one writer, at most
+// 2 x threads + 2 batches of 4 MiB ahead, so memory stays bounded whatever the file sizes.
 //
 // Guarantees:
 //  - Deterministic: the same inputs and options give byte-identical shards and manifest,
@@ -28,7 +31,8 @@
 //    temporaries of those names; input names are stored as data, never used as paths. A
 //    non-empty out_dir is refused unless `force`, which removes only what an earlier pack wrote
 //    (see detail/pack/output.hpp). Shards are written under temporary names and renamed when
-//    complete and synced; the manifest comes last. On failure pack removes what it wrote.
+//    complete and synced; the manifest comes last. On failure pack removes what it wrote
+//    (except when verify finds a difference: the shards stay for inspection, with no manifest).
 //  - Errors: io_error naming the input file that cannot be read (or changed size while
 //    packing); config_error for bad options or a refused out_dir; format_error for a bad list
 //    file line; corrupt_error when verify finds a record that differs; library_error when HDF5,

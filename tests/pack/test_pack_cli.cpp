@@ -293,3 +293,45 @@ TEST_CASE("pack: failures exit 1 with one line; parse errors keep CLI11's exit c
       gpufeed_run(dir.path(), {"pack", (dir / "in").string(), "-o", out, "--deflate", "12"}).code ==
       static_cast<int>(CLI::ExitCodes::ValidationError));
 }
+
+TEST_CASE("inspect: HDF5 files pack did not write (fixed rows, H5Dread fallback)") {
+  gpufeed::test::temp_dir dir("cliforeign");
+  const std::string compact = (dir / "compact.h5").string();
+  const auto rows = gpufeed::test::pattern<std::int16_t>(6 * 10);
+  {
+    gpufeed::test::h5_file f(compact);
+    gpufeed::test::dataset_spec s;
+    s.file_type = s.mem_type = H5T_NATIVE_INT16;
+    s.dims = {6, 10};
+    s.compact = true;
+    f.add(s, rows);
+  }
+  const run_result t = gpufeed_run(dir.path(), {"inspect", "--json", compact});
+  CAPTURE(t.err);
+  REQUIRE(t.code == 0);
+  const auto doc = nlohmann::json::parse(t.out);
+  CHECK(doc["shards"][0]["layout"] == "fixed");
+  CHECK(doc["shards"][0]["storage"] == "compact");
+  CHECK(doc["shards"][0]["read_path"] == "h5dread_fallback");
+  CHECK(doc["shards"][0]["names"] == false);
+  CHECK(doc["shards"][0]["labels"] == false);
+  std::string want;
+  for (std::size_t r = 0; r < 6; ++r) {
+    const auto* p = reinterpret_cast<const std::byte*>(rows.data() + r * 10);
+    char line[64];
+    std::snprintf(line, sizeof line, "%zu 20 %08x\n", r,
+                  static_cast<unsigned>(gpufeed::test::crc_of(bytes(p, p + 20))));
+    want += line;
+  }
+  const run_result c = gpufeed_run(dir.path(), {"inspect", "--checksums", compact, compact});
+  REQUIRE(c.code == 0);
+  std::string twice = want;
+  for (std::size_t r = 0; r < 6; ++r) {  // the second copy continues the global index
+    const auto* p = reinterpret_cast<const std::byte*>(rows.data() + r * 10);
+    char line[64];
+    std::snprintf(line, sizeof line, "%zu 20 %08x\n", r + 6,
+                  static_cast<unsigned>(gpufeed::test::crc_of(bytes(p, p + 20))));
+    twice += line;
+  }
+  CHECK(c.out == twice);
+}
