@@ -1,0 +1,65 @@
+// The gpufeed CLI's failure report for pack and inspect: exactly one line on stderr, then exit
+// code 1 (through CLI::RuntimeError, which main() turns into the exit code without printing).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include "gpufeed/error.hpp"
+
+namespace gpufeed::cli {
+
+// Control characters (a newline in a file name) would break the one-line promise: escaped.
+inline std::string one_line(const std::string& s) {
+  std::string out;
+  for (const char c : s) {
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\r')
+      out += "\\r";
+    else if (c == '\t')
+      out += "\\t";
+    else if (static_cast<unsigned char>(c) < 0x20)
+      out += '?';
+    else
+      out += c;
+  }
+  return out;
+}
+
+// The error's message and context (file, record, call), without gpufeed's source location,
+// which helps a bug report but not a user.
+inline std::string describe(const gpufeed::error& e) {
+  const error_context& c = e.context();
+  std::string ctx;
+  auto add = [&ctx](const std::string& part) { ctx += (ctx.empty() ? "" : ", ") + part; };
+  if (!c.file.empty()) add("file '" + c.file + "'");
+  if (c.record) add("record " + std::to_string(*c.record));
+  if (!c.api.empty()) {
+    std::string call = c.api;
+    if (c.status) call += " returned " + std::to_string(*c.status);
+    if (!c.status_text.empty()) call += " (" + c.status_text + ")";
+    add(call);
+  }
+  return e.message() + (ctx.empty() ? "" : " [" + ctx + "]");
+}
+
+// Prints "gpufeed <command>: error: ..." for the exception in flight and throws
+// CLI::RuntimeError(1). Call from a catch block.
+[[noreturn]] inline void fail_current(const char* command) {
+  std::string text;
+  try {
+    throw;
+  } catch (const gpufeed::error& e) {
+    text = describe(e);
+  } catch (const std::exception& e) {
+    text = e.what();
+  }
+  std::fflush(stdout);
+  std::fprintf(stderr, "gpufeed %s: error: %s\n", command, one_line(text).c_str());
+  throw CLI::RuntimeError(1);
+}
+
+}  // namespace gpufeed::cli
