@@ -5,4 +5,5 @@ here=$(cd "$(dirname "$0")" && pwd)
 bash "$here/setup.sh"
 source "$here/common.sh"
 gpufeed_build "$gpufeed_root/build" -DGPUFEED_BUILD_TESTS=OFF
-"$gpufeed_root/build/examples/device_report" "$@"
+cd "$gpufeed_root"
+"$gpufeed_root/build/examples/train_loop" "$@"

@@ -1,0 +1,41 @@
+// train_loop's stand-in for a model step: it reads every byte of a batch (a checksum, so the data
+// dependency is real) and then takes a set time. On a device target both run as kernels on the
+// step's own stream — the loader's consumer stream — and nothing waits on the host; on the host
+// target the checksum runs on the calling thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "gpufeed/batch.hpp"
+#include "gpufeed/target.hpp"
+
+namespace gpufeed::train {
+
+// cuda:id, or throws when this build has no CUDA or the machine no device.
+gpufeed::target device_target(int id);
+// cuda:0 when usable, else the host target with the reason in *why.
+gpufeed::target device_or_host(std::string* why);
+
+class step {
+ public:
+  step(const gpufeed::target& where, double step_us);
+  ~step();
+  step(const step&) = delete;
+  step& operator=(const step&) = delete;
+
+  // The stream the loader's consumer work runs on (nullptr on the host target).
+  [[nodiscard]] gpufeed::stream_handle stream() const noexcept;
+  // Queues the step for batch b (returns at once on a device target).
+  void operator()(const gpufeed::batch& b);
+  // Waits for queued steps (end of an epoch: not part of the steady state).
+  void finish();
+  [[nodiscard]] std::uint64_t checksum();
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace gpufeed::train
