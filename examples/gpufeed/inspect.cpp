@@ -30,6 +30,7 @@
 #include "gpufeed/lmdb_source.hpp"
 #include "gpufeed/pack.hpp"
 #include "report.hpp"
+#include "shards.hpp"
 
 namespace gpufeed::cli {
 namespace {
@@ -41,49 +42,6 @@ struct inspect_args {
   std::string dataset = "data";
   bool datum = false, checksums = false, as_json = false;
 };
-
-error_context file_ctx(const std::string& p) {
-  error_context c;
-  c.file = p;
-  return c;
-}
-
-// HDF5 files start with this signature at byte 0, 512, 1024, 2048, ... (after a user block).
-bool has_hdf5_signature(const std::string& path, std::uint64_t size) {
-  static const char sig[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  for (std::uint64_t at = 0; at + 8 <= size; at = at ? at * 2 : 512) {
-    char buf[8];
-    in.seekg(static_cast<std::streamoff>(at));
-    if (!in.read(buf, 8)) return false;
-    if (std::memcmp(buf, sig, 8) == 0) return true;
-  }
-  return false;
-}
-
-bool is_lmdb(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    const int e = errno;
-    error_context c = file_ctx(path);
-    c.api = "stat";
-    c.status = e;
-    c.status_text = std::strerror(e);
-    throw io_error("cannot open shard", std::move(c));
-  }
-  if (S_ISDIR(st.st_mode)) {
-    struct stat d {};
-    const std::string data = path + "/data.mdb";
-    if (::stat(data.c_str(), &d) == 0 && S_ISREG(d.st_mode)) return true;
-    throw format_error("not a shard: a directory without data.mdb (not an LMDB environment)",
-                       file_ctx(path));
-  }
-  if (S_ISREG(st.st_mode) && has_hdf5_signature(path, static_cast<std::uint64_t>(st.st_size)))
-    return false;
-  throw format_error("not a shard: neither an HDF5 file nor an LMDB environment directory",
-                     file_ctx(path));
-}
 
 struct opened {
   std::string path;
