@@ -1,9 +1,10 @@
 // gpufeed — opening one LMDB shard read-only and checking it can be read without crashing.
 //
-// Open sequence (DESIGN.md §3): mdb_env_create, maxreaders, (immutable: map exactly the file),
-// mdb_env_open(MDB_RDONLY | MDB_NOTLS | MDB_NORDAHEAD [| MDB_NOLOCK]), then — before any B-tree
-// page is touched — the file must hold every page the newest meta page says the database uses:
-// a truncated data.mdb would otherwise raise SIGBUS on the first access past its end.
+// Open sequence (DESIGN.md §3): the meta pages are checked with plain reads (meta_check.hpp),
+// then mdb_env_create, maxreaders, (immutable: map exactly the file), mdb_env_open(MDB_RDONLY |
+// MDB_NOTLS | MDB_NORDAHEAD [| MDB_NOLOCK]), and — before any B-tree page is touched — the file
+// must hold every page the newest meta page says the database uses: a truncated data.mdb would
+// otherwise raise SIGBUS on the first access past its end.
 #pragma once
 
 #include <lmdb.h>
@@ -20,6 +21,7 @@
 
 #include "gpufeed/detail/lmdb/handles.hpp"
 #include "gpufeed/detail/lmdb/map_region.hpp"
+#include "gpufeed/detail/lmdb/meta_check.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail::lmdb {
@@ -80,6 +82,18 @@ inline shard open_shard(const std::filesystem::path& path, unsigned max_readers,
     throw format_error("not an LMDB environment: data.mdb is not a regular file",
                        file_context(s.data_file));
 
+  const auto data_size = fs::file_size(data, ec);
+  if (ec) {
+    error_context c = file_context(s.data_file);
+    c.api = "stat";
+    c.status = ec.value();
+    c.status_text = ec.message();
+    throw io_error("cannot read the size of data.mdb", std::move(c));
+  }
+  if (data_size == 0)
+    throw format_error("not an LMDB environment: data.mdb is empty", file_context(s.data_file));
+  check_data_file(s.data_file, data_size, immutable);
+
   MDB_env* raw = nullptr;
   if (int rc = mdb_env_create(&raw); rc != MDB_SUCCESS)
     throw_status(rc, "mdb_env_create", "cannot create an LMDB environment handle",
@@ -91,13 +105,10 @@ inline shard open_shard(const std::filesystem::path& path, unsigned max_readers,
   if (immutable) {
     // Map the file as it is (not the writer's mapsize, which may be a terabyte of address space
     // per shard). LMDB raises this to the committed size if the file is shorter; that case is
-    // refused below before any page is touched.
-    const auto size = fs::file_size(data, ec);
-    if (!ec && size > 0) {
-      if (int rc = mdb_env_set_mapsize(raw, static_cast<std::size_t>(size)); rc != MDB_SUCCESS)
-        throw_status(rc, "mdb_env_set_mapsize", "cannot set the LMDB map size",
-                     file_context(s.data_file));
-    }
+    // refused before any page is touched.
+    if (int rc = mdb_env_set_mapsize(raw, static_cast<std::size_t>(data_size)); rc != MDB_SUCCESS)
+      throw_status(rc, "mdb_env_set_mapsize", "cannot set the LMDB map size",
+                   file_context(s.data_file));
   }
   if (int rc = mdb_env_open(raw, env_path.c_str(), flags, 0664); rc != MDB_SUCCESS) {
     if (rc == MDB_INVALID)
