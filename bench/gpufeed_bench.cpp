@@ -1,0 +1,456 @@
+// gpufeed-bench: gpufeed against the naive loader users replace, on the same data in the same
+// run, with the machine's limits measured beside them. Issue 6; bench/README.md says how to run
+// it, what each case measures, and how to plot the results.
+//
+//   gpufeed-bench [--quick] [--target cuda|host] [--json] [--trace overlap.json] [--peer torch.json]
+//
+// Output: progress and the table on stdout (on stderr with --json, which prints one JSON array
+// of cases to stdout). Exit status 0 whatever the figures are: the targets are reported
+// (PASS/FAIL), not enforced.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "bench_cases.hpp"
+#include "bench_data.hpp"
+#include "bench_limits.hpp"
+#include "bench_naive.hpp"
+#include "bench_result.hpp"
+#include "bench_summary.hpp"
+#include "gpufeed/hdf5_source.hpp"
+#include "gpufeed/lmdb_source.hpp"
+
+namespace bench {
+namespace {
+
+struct options {
+  std::string target = "auto";
+  int device = 0;
+  std::string data_dir = "gpufeed-bench-data";
+  bool quick = false, tiny = false, json = false;
+  std::string trace, peer;
+  std::vector<std::size_t> record_sizes{1024, 16384, 262144};
+  std::vector<std::string> formats{"hdf5", "hdf5-deflate", "lmdb"};
+  std::vector<std::size_t> workers{1, 2, 4, 8, 12, 16}, prefetch{2, 4, 8};
+  std::size_t streams = 2;
+  double dataset_mib = 1280, batch_mib = 8, case_seconds = 1.5;
+  std::uint64_t naive_files = 65536, epochs = 20, epoch_records = 2048;
+  std::vector<std::size_t> overlap_sizes{16384};
+  std::vector<std::string> skip;
+};
+
+// --quick and --tiny change the defaults of options not given on the command line.
+void apply_presets(options& o, const CLI::App& app) {
+  auto unset = [&](const char* name) { return app.count(name) == 0; };
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  if (o.tiny) {
+    if (unset("--dataset-mib")) o.dataset_mib = 2;
+    if (unset("--batch-mib")) o.batch_mib = 0.25;
+    if (unset("--case-seconds")) o.case_seconds = 0.05;
+    if (unset("--workers")) o.workers = {1, 2};
+    if (unset("--prefetch")) o.prefetch = {2};
+    if (unset("--naive-files")) o.naive_files = 256;
+    if (unset("--epoch-records")) o.epoch_records = 32;
+  } else if (o.quick) {
+    if (unset("--dataset-mib")) o.dataset_mib = 64;
+    if (unset("--case-seconds")) o.case_seconds = 0.4;
+    if (unset("--workers")) o.workers = {1, std::min<std::size_t>(hw, 16)};
+    if (unset("--prefetch")) o.prefetch = {4};
+    if (unset("--naive-files")) o.naive_files = 16384;
+    if (unset("--epoch-records")) o.epoch_records = 512;
+  }
+  // Worker counts above the hardware threads become the hardware threads (once).
+  for (auto& w : o.workers) w = std::clamp<std::size_t>(w, 1, hw);
+  std::sort(o.workers.begin(), o.workers.end());
+  o.workers.erase(std::unique(o.workers.begin(), o.workers.end()), o.workers.end());
+}
+
+class bench_run {
+ public:
+  bench_run(options o, gpu* g) : opt_(std::move(o)), log_(opt_.json ? stderr : stdout) {
+    p_.batch_bytes = static_cast<std::size_t>(opt_.batch_mib * double(1u << 20));
+    p_.case_seconds = opt_.case_seconds;
+    p_.device = g;
+    if (opt_.tiny) p_.warmup_batches = 1, p_.min_batches = 2;
+  }
+
+  void say(const std::string& s) {
+    std::fprintf(log_, "[%7.1f s] %s\n", seconds_since(start_), s.c_str());
+    std::fflush(log_);
+  }
+  bool skipped(const char* what) const {
+    return std::find(opt_.skip.begin(), opt_.skip.end(), what) != opt_.skip.end();
+  }
+  void add(result r) {
+    say(r.case_name + ": " + fmt("%.0f records/s, ", r.records_per_s()) +
+        fmt("%.3f GB/s", r.gb_per_s()) + fmt(", stall %.2f", r.stall_fraction) +
+        (r.note.empty() ? "" : ", " + r.note));
+    results_.push_back(std::move(r));
+  }
+
+  int run(const std::string& command, const std::vector<nlohmann::json>& peers) {
+    const std::string machine = machine_description();
+    const std::string gpu_name = p_.device ? p_.device->describe() : "none (host target)";
+    say("gpufeed-bench, " + now_iso8601() + ", target " + p_.target());
+    say("machine: " + machine);
+    say("gpu: " + gpu_name);
+    if (load_average() > 0.5 * std::thread::hardware_concurrency())
+      say("WARNING: the machine is busy (load average " + fmt("%.1f", load_average()) +
+          "): figures will be low and noisy");
+    prepare_data();
+    if (!skipped("limits")) limits();
+    for (std::size_t rec : opt_.record_sizes) {
+      if (!skipped("naive")) add(run_naive(files_for(rec), p_, 0, true));
+      for (const auto& d : datasets_)
+        if (d.record_bytes == rec) sweep(d);
+    }
+    if (!skipped("overlap")) overlap();
+    if (!skipped("first-batch")) first_batch_case();
+    if (!skipped("epochs")) epochs_case();
+
+    const summary s = summarise(results_, peers, p_.device != nullptr);
+    print_table(log_, results_);
+    if (load_average() > 0.5 * std::thread::hardware_concurrency())
+      std::fprintf(log_, "\nWARNING: load average %.1f at the end of the run: other work shared "
+                         "the machine; figures are low and noisy\n", load_average());
+    std::fprintf(log_, "\nsummary (target %s; every case reads from the page cache, warmed "
+                       "before timing; batch = %s of records)\n",
+                 p_.target().c_str(), size_name(p_.batch_bytes).c_str());
+    for (const auto& l : s.lines) std::fprintf(log_, "  %s\n", l.c_str());
+    if (opt_.json) {
+      nlohmann::ordered_json out = nlohmann::ordered_json::array();
+      result info;
+      info.case_name = "run";
+      info.loader = "info";
+      info.target = p_.target();
+      info.extra["date"] = now_iso8601();
+      info.extra["machine"] = machine;
+      info.extra["gpu"] = gpu_name;
+      info.extra["command"] = command;
+      info.extra["page_cache"] = "warmed: every data set read once before timing";
+      info.extra["batch_bytes"] = p_.batch_bytes;
+      out.push_back(info.to_json());
+      for (const auto& r : results_) out.push_back(r.to_json());
+      for (const auto& r : s.checks) out.push_back(r.to_json());
+      std::cout << out.dump(1) << std::endl;
+    }
+    return 0;
+  }
+
+ private:
+  file_set files_for(std::size_t rec) const {
+    for (const auto& f : files_)
+      if (f.record_bytes == rec) return f;
+    fail("no files for " + size_name(rec));
+  }
+  std::uint64_t records_for(std::size_t rec) const {
+    return std::max<std::uint64_t>(8, static_cast<std::uint64_t>(opt_.dataset_mib * double(1u << 20)) / rec);
+  }
+
+  void prepare_data() {
+    const fs::path dir = opt_.data_dir;
+    fs::create_directories(dir);
+    auto name = [](const char* kind, std::size_t rec, std::uint64_t n) {
+      return std::string(kind) + "_r" + std::to_string(rec) + "_n" + std::to_string(n);
+    };
+    for (std::size_t rec : opt_.record_sizes) {
+      const std::uint64_t n = records_for(rec);
+      for (const auto& f : opt_.formats) {
+        dataset d;
+        d.record_bytes = rec;
+        d.records = n;
+        if (f == "hdf5") {
+          d.fmt = format::hdf5;
+          d.path = dir / (name("hdf5", rec, n) + ".h5");
+        } else if (f == "hdf5-deflate") {
+          d.fmt = format::hdf5_deflate;
+          d.chunk_rows = chunk_rows_for(rec);
+          d.path = dir / (name("hdf5z", rec, n) + "_c" + std::to_string(d.chunk_rows) + ".h5");
+        } else {
+          d.fmt = format::lmdb;
+          d.path = dir / name("lmdb", rec, n);
+        }
+        datasets_.push_back(d);
+      }
+      file_set fs_;
+      fs_.record_bytes = rec;
+      fs_.files = std::min(n, opt_.naive_files);
+      fs_.dir = dir / name("files", rec, fs_.files);
+      files_.push_back(fs_);
+    }
+    epoch_set_.fmt = format::hdf5;
+    epoch_set_.record_bytes = 16384;
+    epoch_set_.records = opt_.epoch_records;
+    epoch_set_.path = dir / (name("hdf5", 16384, opt_.epoch_records) + ".h5");
+
+    std::uint64_t total = 0;
+    auto make = [&](const auto& what, const std::string& label, const fs::path& path) {
+      const auto t0 = clock_type::now();
+      if (ensure(what)) say("wrote " + label + " in " + fmt("%.1f s", seconds_since(t0)));
+      const std::uint64_t bytes = warm_page_cache(path);
+      total += bytes;
+      say(label + ": " + path.string() + ", " + fmt("%.1f MiB", double(bytes) / (1u << 20)) +
+          " read once to warm the page cache, " + fmt("%.0f%% resident", 100 * resident_fraction(path)));
+    };
+    for (const auto& d : datasets_)
+      make(d, d.name() + " (" + std::to_string(d.records) + " records)", d.path);
+    if (!skipped("naive"))
+      for (const auto& f : files_)
+        make(f, "files/" + size_name(f.record_bytes) + " (" + std::to_string(f.files) + " files)", f.dir);
+    if (!skipped("epochs")) make(epoch_set_, "epochs data set", epoch_set_.path);
+    const double avail = static_cast<double>(::sysconf(_SC_AVPHYS_PAGES)) *
+                         static_cast<double>(::sysconf(_SC_PAGESIZE));
+    if (static_cast<double>(total) > 0.8 * (avail + static_cast<double>(total)))
+      say("WARNING: the data sets (" + fmt("%.1f GiB", double(total) / double(1ull << 30)) +
+          ") may not fit in the page cache: cases may read from storage");
+  }
+
+  void limits() {
+    if (p_.device) {
+      add(limit_pinned_h2d(*p_.device, std::size_t{16} << 20, p_));
+      add(limit_pinned_h2d(*p_.device, std::size_t{256} << 20, p_));
+    }
+    std::pmr::memory_resource* mr = p_.device ? p_.device->pinned() : gpufeed::pageable_resource::instance();
+    for (const auto& d : datasets_)
+      for (std::size_t w : opt_.workers) {
+        if (d.fmt == format::hdf5) add(limit_pread(d, static_cast<unsigned>(w), p_, mr));
+        if (d.fmt == format::lmdb) add(limit_lmdb(d, static_cast<unsigned>(w), p_, mr));
+      }
+  }
+
+  template <class Source>
+  void sweep_source(const Source& src, const dataset& d, gpufeed::sample_order order) {
+    bool verify = true;
+    for (std::size_t w : opt_.workers)
+      for (std::size_t pf : opt_.prefetch) {
+        run_spec spec;
+        spec.at = sweep_point{w, pf, opt_.streams};
+        spec.order = order;
+        spec.verify = std::exchange(verify, false);
+        add(run_gpufeed(src, d, p_, spec));
+      }
+  }
+
+  // Shuffled reads of compressed chunks inflate a whole chunk per record: run that case once, at
+  // the best sequential configuration, when its estimated time fits.
+  template <class Source>
+  void shuffled_chunks(const Source& src, const dataset& d) {
+    const result* seq = best_of(results_, [&](const result& r) {
+      return r.loader == "gpufeed" && r.dataset == d.name() && r.order == "sequential";
+    });
+    if (!seq || seq->gb_per_s() <= 0) return;
+    const double chunk_bytes = double(d.chunk_rows) * double(d.record_bytes);
+    const double per_batch = double(p_.batch_records(d.record_bytes, d.records)) * chunk_bytes /
+                             (seq->gb_per_s() * 1e9);
+    const double estimate = double(p_.warmup_batches + p_.min_batches) * per_batch;
+    if (estimate > 3 * p_.case_seconds + 1) {
+      say(d.name() + " shuffled: skipped, each record inflates its " +
+          size_name(static_cast<std::size_t>(chunk_bytes)) + " chunk (estimated " +
+          fmt("%.1f s", estimate) + " for the minimum batches)");
+      return;
+    }
+    run_spec spec;
+    spec.at = sweep_point{seq->workers, seq->prefetch, opt_.streams};
+    add(run_gpufeed(src, d, p_, spec));
+  }
+
+  void sweep(const dataset& d) {
+    const auto t0 = clock_type::now();
+    if (d.fmt == format::lmdb) {
+      const gpufeed::lmdb_source src(d.path);
+      say("opened " + d.name() + " as lmdb_source in " + fmt("%.1f ms", seconds_since(t0) * 1e3));
+      sweep_source(src, d, gpufeed::sample_order::shuffled);
+    } else {
+      const gpufeed::hdf5_source src(d.path);
+      say("opened " + d.name() + " as hdf5_source in " + fmt("%.1f ms", seconds_since(t0) * 1e3) +
+          ", read path " + gpufeed::to_string(src.shards()[0].read_path));
+      if (d.fmt == format::hdf5) {
+        sweep_source(src, d, gpufeed::sample_order::shuffled);
+      } else {
+        sweep_source(src, d, gpufeed::sample_order::sequential);
+        shuffled_chunks(src, d);
+      }
+    }
+  }
+
+  // For each overlap data set: L = the best load-only case's time per batch; then the model at
+  // C = 0.5 L, L, 2 L per batch, for gpufeed and (once per record size) for the naive loop.
+  void overlap() {
+    for (std::size_t rec : opt_.overlap_sizes) {
+      bool naive_done = skipped("naive");
+      for (const auto& d : datasets_) {
+        if (d.record_bytes != rec || d.fmt == format::hdf5_deflate) continue;
+        if (d.fmt == format::lmdb)
+          overlap_dataset(gpufeed::lmdb_source(d.path), d, naive_done);
+        else
+          overlap_dataset(gpufeed::hdf5_source(d.path), d, naive_done);
+      }
+    }
+  }
+
+  template <class Source>
+  void overlap_dataset(const Source& src, const dataset& d, bool& naive_done) {
+    const result* best = best_of(results_, [&](const result& r) {
+      return r.loader == "gpufeed" && r.dataset == d.name() && r.order == "shuffled" &&
+             r.case_name.rfind("gpufeed/", 0) == 0;
+    });
+    if (!best) return;
+    const double load_ms = best->ms_per_batch();
+    const std::size_t batch = best->batch_size;
+    const sweep_point at{best->workers, best->prefetch, opt_.streams};
+    std::optional<result> naive;
+    if (!naive_done) {
+      const result* n = best_of(results_, [&](const result& r) {
+        return r.loader == "naive" && r.record_bytes == d.record_bytes &&
+               r.extra.value("compute_ms", 0.0) == 0;
+      });
+      if (n) naive = *n;
+      naive_done = true;
+    }
+    for (double f : {0.5, 1.0, 2.0}) {
+      run_spec spec;
+      spec.at = at;
+      spec.compute_ms = f * load_ms;
+      spec.case_name = "overlap/" + d.name() + "/C=" + fmt("%.1fL", f);
+      if (f == 1.0 && !traced_ && !opt_.trace.empty()) {
+        spec.trace_path = opt_.trace;
+        traced_ = true;
+      }
+      result r = run_gpufeed(src, d, p_, spec);
+      annotate(r, load_ms, spec.compute_ms);
+      add(std::move(r));
+      if (naive) {  // the same model time per record, on the naive loop's own batch
+        const double c = spec.compute_ms * double(naive->batch_size) / double(batch);
+        result n = run_naive(files_for(d.record_bytes), p_, c, false);
+        n.case_name = "overlap/naive/" + size_name(d.record_bytes) + "/C=" + fmt("%.1fL", f);
+        annotate(n, naive->ms_per_batch(), c);
+        add(std::move(n));
+      }
+    }
+  }
+
+  // Step time against max(load, compute); the naive loop's expected step is load + compute.
+  static void annotate(result& r, double load_ms, double compute_ms) {
+    const double step = r.ms_per_batch();
+    const double bound = std::max(load_ms, compute_ms);
+    r.extra["load_ms"] = load_ms;
+    r.extra["step_ms"] = step;
+    r.extra["max_ms"] = bound;
+    r.extra["ratio"] = bound > 0 ? step / bound : 0.0;
+    r.extra["model_busy_fraction"] = step > 0 ? std::min(1.0, r.extra.value("compute_ms", 0.0) / step) : 0.0;
+    if (r.loader == "naive") r.extra["expected_step_ms"] = load_ms + compute_ms;
+    r.note = "step " + fmt("%.3f ms", step) + " vs max(L,C) " + fmt("%.3f ms", bound) +
+             fmt(" = %.3fx", bound > 0 ? step / bound : 0.0);
+  }
+
+  sweep_point best_point(std::size_t rec) const {
+    const result* b = best_of(results_, [&](const result& r) {
+      return r.loader == "gpufeed" && r.record_bytes == rec && r.order == "shuffled" &&
+             r.case_name.rfind("gpufeed/", 0) == 0;
+    });
+    if (b) return {b->workers, b->prefetch, opt_.streams};
+    return {opt_.workers.back(), 4, opt_.streams};
+  }
+
+  // Loader construction to first batch over 1 M records: the 1 KiB HDF5 file when it has that
+  // many records, else a synthetic source of 1 M x 1 KiB records (no file).
+  void first_batch_case() {
+    constexpr std::uint64_t million = 1000000;
+    for (const auto& d : datasets_)
+      if (d.fmt == format::hdf5 && d.records >= million) {
+        const gpufeed::hdf5_source src(d.path);
+        add(first_batch(src, d.name(), d.record_bytes, p_, best_point(d.record_bytes)));
+        return;
+      }
+    const synthetic_source src(million, 1024);
+    add(first_batch(src, "synthetic/1KiB", 1024, p_, best_point(1024)));
+  }
+
+  void epochs_case() {
+    const gpufeed::hdf5_source src(epoch_set_.path);
+    add(pinned_over_epochs(src, epoch_set_, p_, best_point(16384), opt_.epochs));
+  }
+
+  options opt_;
+  std::FILE* log_;
+  params p_;
+  clock_type::time_point start_ = clock_type::now();
+  std::vector<dataset> datasets_;
+  std::vector<file_set> files_;
+  dataset epoch_set_;
+  std::vector<result> results_;
+  bool traced_ = false;
+};
+
+}  // namespace
+}  // namespace bench
+
+int main(int argc, char** argv) {
+  using bench::options;
+  options o;
+  CLI::App app{"gpufeed-bench: gpufeed against the naive loader and the machine's limits, on the "
+               "same data in the same run (issue 6; see bench/README.md)"};
+  app.add_option("--target", o.target, "cuda, host, or auto (cuda when a device is usable)")
+      ->check(CLI::IsMember({"auto", "cuda", "host"}));
+  app.add_option("--device", o.device, "CUDA device id");
+  app.add_option("--data-dir", o.data_dir, "where data sets are generated and reused");
+  app.add_flag("--quick", o.quick, "small data sets (64 MiB), short cases: under 2 minutes");
+  app.add_flag("--tiny", o.tiny, "a few MiB, for the smoke test")->group("");
+  app.add_flag("--json", o.json, "print a JSON array of cases on stdout (the rest on stderr)");
+  app.add_option("--trace", o.trace, "write the balanced overlap run's Chrome trace here");
+  app.add_option("--peer", o.peer, "JSON from bench/peers/pytorch_dataloader.py, to compare");
+  app.add_option("--record-sizes", o.record_sizes, "record sizes in bytes")->delimiter(',');
+  app.add_option("--formats", o.formats, "hdf5, hdf5-deflate, lmdb")->delimiter(',')
+      ->check(CLI::IsMember({"hdf5", "hdf5-deflate", "lmdb"}));
+  app.add_option("--workers", o.workers, "worker counts (capped at hardware threads)")->delimiter(',');
+  app.add_option("--prefetch", o.prefetch, "prefetch depths")->delimiter(',');
+  app.add_option("--streams", o.streams, "CUDA streams per loader")->check(CLI::Range(1, 32));
+  app.add_option("--dataset-mib", o.dataset_mib, "MiB per data set (default 1280)")->check(CLI::PositiveNumber);
+  app.add_option("--batch-mib", o.batch_mib, "MiB of records per batch (default 8)")->check(CLI::PositiveNumber);
+  app.add_option("--case-seconds", o.case_seconds, "timed seconds per case")->check(CLI::PositiveNumber);
+  app.add_option("--naive-files", o.naive_files, "at most this many one-record files per size");
+  app.add_option("--epochs", o.epochs, "epochs of the pinned-memory case")->check(CLI::Range(1, 1000));
+  app.add_option("--epoch-records", o.epoch_records, "16 KiB records in the pinned-memory case");
+  app.add_option("--overlap-sizes", o.overlap_sizes, "record sizes of the overlap cases")->delimiter(',');
+  app.add_option("--skip", o.skip, "skip parts: limits, naive, overlap, first-batch, epochs")
+      ->delimiter(',')->check(CLI::IsMember({"limits", "naive", "overlap", "first-batch", "epochs"}));
+  CLI11_PARSE(app, argc, argv);
+  try {
+    bench::apply_presets(o, app);
+    for (std::size_t r : o.record_sizes)
+      if (r == 0) throw std::runtime_error("record sizes must be positive");
+    if (o.workers.empty() || o.prefetch.empty() || o.record_sizes.empty())
+      throw std::runtime_error("--workers, --prefetch and --record-sizes need values");
+    std::vector<nlohmann::json> peers;
+    if (!o.peer.empty()) {
+      std::ifstream in(o.peer);
+      if (!in) throw std::runtime_error("cannot read " + o.peer);
+      const auto j = nlohmann::json::parse(in);
+      for (const auto& e : j) peers.push_back(e);
+    }
+    std::string why;
+    std::unique_ptr<bench::gpu> g;
+    if (o.target != "host") {
+      g = bench::open_gpu(o.device, why);
+      if (!g && o.target == "cuda") {
+        std::fprintf(stderr, "gpufeed-bench: --target cuda: %s\n", why.c_str());
+        return 2;
+      }
+      if (!g) std::fprintf(o.json ? stderr : stdout, "gpufeed-bench: host target: %s\n", why.c_str());
+    }
+    std::string command;
+    for (int a = 0; a < argc; ++a) command += (a ? " " : "") + std::string(argv[a]);
+    bench::bench_run run(std::move(o), g.get());
+    return run.run(command, peers);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gpufeed-bench: %s\n", e.what());
+    return 1;
+  }
+}
