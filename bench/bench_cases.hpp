@@ -34,6 +34,7 @@ struct run_spec {
   sweep_point at;
   gpufeed::sample_order order = gpufeed::sample_order::shuffled;
   double compute_ms = 0;      // model time per batch; 0 = load only
+  std::size_t chunk_records = 0;  // loader_config::chunk_records (records per worker task); 0 = auto
   bool verify = false;        // check every byte of the first batch
   std::string trace_path;     // write the loader's Chrome trace here (empty: no trace)
   std::string case_name;      // default: gpufeed/<dataset>/w../p../s..
@@ -95,6 +96,7 @@ result run_gpufeed(const Source& src, const dataset& d, const params& p, const r
   const std::size_t batch = p.batch_records(d.record_bytes, src.size());
   gpufeed::loader_config c = make_config(p, batch, spec.at, spec.order);
   if (!spec.trace_path.empty()) c.trace_events = 1u << 16;
+  c.chunk_records = spec.chunk_records;
   model m(p.device);
   if (!spec.trace_path.empty()) m.trace(4096);
   gpufeed::loader<Source, dynamic_options> l(src, c);
@@ -149,6 +151,7 @@ result run_gpufeed(const Source& src, const dataset& d, const params& p, const r
   r.extra["host_slot_bytes"] = s1.host_slot_bytes;
   r.extra["device_bytes"] = s1.device_bytes;
   r.extra["compute_ms"] = spec.compute_ms;
+  r.extra["chunk_records"] = spec.chunk_records;
   double read_s = 0, read_cpu = 0;
   for (std::size_t w = 0; w < s1.workers.size() && w < s0.workers.size(); ++w) {
     read_s += s1.workers[w].read_seconds - s0.workers[w].read_seconds;

@@ -110,6 +110,7 @@ inline summary summarise(const std::vector<result>& rs, const std::vector<nlohma
         const bool has_limit = lim && std::string(f) != "hdf5-deflate";
         std::string config = "w" + std::to_string(g->workers) + "/p" + std::to_string(g->prefetch);
         if (device) config += "/s" + std::to_string(g->streams);
+        if (g->extra.value("chunk_records", 0) > 0) config += "/aligned";
         std::snprintf(buf, sizeof buf, "%-7s %-14s %-10s %11.3f  %12.3f  %-11s %8.1fx  %10.3f  %-14s %8.2f",
                       size_name(rec).c_str(), f, order, gb(naive), gb(g), config.c_str(),
                       gb(naive) > 0 ? gb(g) / gb(naive) : 0.0, has_limit ? gb(lim) : 0.0,

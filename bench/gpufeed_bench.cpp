@@ -238,6 +238,26 @@ class bench_run {
       }
   }
 
+  // Sequential reads of compressed chunks, with worker tasks of whole HDF5 chunks
+  // (loader_config::chunk_records = rows per chunk) at the best sequential configuration. The
+  // loader's automatic tasks (~256 KiB) split a ~1 MiB chunk among workers, each of which then
+  // inflates the whole chunk; this case shows what aligning the tasks gains.
+  template <class Source>
+  void aligned_chunks(const Source& src, const dataset& d) {
+    const result* seq = best_of(results_, [&](const result& r) {
+      return r.loader == "gpufeed" && r.dataset == d.name() && r.order == "sequential";
+    });
+    if (!seq) return;
+    run_spec spec;
+    spec.at = sweep_point{seq->workers, seq->prefetch, opt_.streams};
+    spec.order = gpufeed::sample_order::sequential;
+    spec.chunk_records = std::min<std::size_t>(d.chunk_rows, seq->batch_size);
+    spec.case_name = "gpufeed/" + d.name() + "/seq-aligned/w" + std::to_string(seq->workers) +
+                     "/p" + std::to_string(seq->prefetch) +
+                     (p_.device ? "/s" + std::to_string(opt_.streams) : "");
+    add(run_gpufeed(src, d, p_, spec));
+  }
+
   // Shuffled reads of compressed chunks inflate a whole chunk per record: run that case once, at
   // the best sequential configuration, when its estimated time fits.
   template <class Source>
@@ -275,6 +295,7 @@ class bench_run {
         sweep_source(src, d, gpufeed::sample_order::shuffled);
       } else {
         sweep_source(src, d, gpufeed::sample_order::sequential);
+        aligned_chunks(src, d);
         shuffled_chunks(src, d);
       }
     }

@@ -71,8 +71,10 @@ def throughput_plot(rows, out):
                 continue
             w = r["workers"]
             series[label][w] = max(series[label].get(w, 0), r["gb_per_s"])
+        ticks = set()
         for label, pts in sorted(series.items()):
             xs = sorted(pts)
+            ticks.update(xs)
             color, ls, marker = style[label]
             ax.plot(xs, [pts[x] for x in xs], ls, color=color, marker=marker or None, label=label)
         naive = [r["gb_per_s"] for r in rows if r.get("loader") == "naive"
@@ -82,7 +84,8 @@ def throughput_plot(rows, out):
         if h2d:
             ax.axhline(h2d, color=COLORS["h2d"], ls="-.", label="pinned H2D peak")
         ax.set_yscale("log")
-        ax.set_xlabel("worker threads")
+        ax.set_xticks(sorted(ticks))
+        ax.set_xlabel("worker threads (PyTorch: num_workers)")
         ax.set_ylabel("GB/s (record bytes delivered)")
         ax.set_title(f"{size_name(rec)} records")
         ax.grid(True, which="both", alpha=0.3)

@@ -2,6 +2,7 @@
 # stdout is a JSON array whose objects all carry the issue's fields, and that the run produced
 # the naive, gpufeed, limit, first-batch and pinned-epochs cases.
 #   cmake -DBENCH=<gpufeed-bench> -DDATA_DIR=<dir> -P smoke_test.cmake
+cmake_minimum_required(VERSION 3.25)
 execute_process(
   COMMAND "${BENCH}" --tiny --quick --target host --json --data-dir "${DATA_DIR}"
           --record-sizes 1024,16384,262144 --overlap-sizes 16384
