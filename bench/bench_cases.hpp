@@ -132,6 +132,8 @@ result run_gpufeed(const Source& src, const dataset& d, const params& p, const r
   const double wait = s1.consumer_wait_seconds - s0.consumer_wait_seconds;
   const double hold = s1.consumer_hold_seconds - s0.consumer_hold_seconds;
   r.stall_fraction = wait + hold > 0 ? wait / (wait + hold) : 0.0;
+  r.extra["consumer_wait_ms"] = wait * 1e3 / static_cast<double>(r.batches);  // per batch
+  r.extra["consumer_hold_ms"] = hold * 1e3 / static_cast<double>(r.batches);
   r.loader = "gpufeed";
   r.target = p.target();
   r.dataset = d.name();

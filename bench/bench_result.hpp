@@ -2,6 +2,7 @@
 // loop's clock, and one result per case (JSON object and table row).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -19,6 +20,9 @@
 namespace bench {
 
 using clock_type = std::chrono::steady_clock;
+
+// Where values computed only to touch memory go, so the compiler cannot drop the reads.
+inline std::atomic<std::uint64_t> sink{0};
 inline double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }

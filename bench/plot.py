@@ -56,8 +56,9 @@ def throughput_plot(rows, out):
                 continue
             kind = r["case"].split("/")[0]
             if r["loader"] == "gpufeed" and kind == "gpufeed":
-                label = f"gpufeed {r['format']} ({r['order']})"
-                style[label] = (COLORS.get(r["format"], "gray"), "-", "o")
+                aligned = "/seq-aligned/" in r["case"]
+                label = f"gpufeed {r['format']} ({r['order']}{', chunk-aligned tasks' if aligned else ''})"
+                style[label] = (COLORS.get(r["format"], "gray"), "-." if aligned else "-", "o")
             elif r["loader"] == "limit:pread":
                 label = "pread limit (hdf5 file)"
                 style[label] = (COLORS["hdf5"], "--", "")
