@@ -286,10 +286,13 @@ class bench_run {
       bool naive_done = skipped("naive");
       for (const auto& d : datasets_) {
         if (d.record_bytes != rec || d.fmt == format::hdf5_deflate) continue;
-        if (d.fmt == format::lmdb)
-          overlap_dataset(gpufeed::lmdb_source(d.path), d, naive_done);
-        else
+        if (d.fmt == format::lmdb) {
+          const gpufeed::lmdb_source src(d.path);
+          populate(src, d);
+          overlap_dataset(src, d, naive_done);
+        } else {
           overlap_dataset(gpufeed::hdf5_source(d.path), d, naive_done);
+        }
       }
     }
   }
@@ -359,7 +362,7 @@ class bench_run {
   }
 
   // Loader construction to first batch over 1 M records: the 1 KiB HDF5 file when it has that
-  // many records, else a synthetic source of 1 M x 1 KiB records (no file).
+  // many records, else a synthetic in-memory source of 1 M x 1 KiB records.
   void first_batch_case() {
     constexpr std::uint64_t million = 1000000;
     for (const auto& d : datasets_)
@@ -369,7 +372,7 @@ class bench_run {
         return;
       }
     const synthetic_source src(million, 1024);
-    add(first_batch(src, "synthetic/1KiB", 1024, p_, best_point(1024)));
+    add(first_batch(src, "memory/1KiB", 1024, p_, best_point(1024)));
   }
 
   void epochs_case() {
