@@ -241,7 +241,7 @@ void print_table(std::FILE* o, const std::vector<result>& rs, const std::string&
   for (const auto& r : rs)
     if (r.file == file && std::find(methods.begin(), methods.end(), r.method) == methods.end())
       methods.push_back(r.method);
-  for (const auto& m : methods) std::fprintf(o, " | %11s GB/s   rec/s", m.c_str());
+  for (const auto& m : methods) std::fprintf(o, " | %11s GB/s      rec/s", m.c_str());
   std::fprintf(o, "\n");
   double best_src = 0, best_h5 = 0, src1 = 0;
   unsigned last_t = 0;
@@ -249,7 +249,7 @@ void print_table(std::FILE* o, const std::vector<result>& rs, const std::string&
     if (r.file != file) continue;
     if (r.threads != last_t) std::fprintf(o, "%s%7u", last_t ? "\n" : "", r.threads);
     last_t = r.threads;
-    std::fprintf(o, " | %16.2f %7.0fk", r.gbps, r.rps / 1e3);
+    std::fprintf(o, " | %16.3f %10.0f", r.gbps, r.rps);
     if (r.method == "hdf5_source") {
       best_src = std::max(best_src, r.gbps);
       if (r.threads == 1) src1 = r.gbps;

@@ -28,6 +28,14 @@
 //                     of the record's hyperslab under gpufeed's HDF5 mutex. Correct, serialised.
 // Records are always the bytes H5Dread with the dataset's native memory type would produce.
 //
+// Costs. A compressed chunk is always inflated whole and its Adler-32 (and fletcher32, if any)
+// checked, so corruption is reported, never delivered; reading one record of a chunk of R rows
+// at random therefore inflates R rows. Prefer chunks of one or a few records for shuffled
+// access. make_reader() gives each worker thread a reader that keeps its zlib state, scratch
+// buffers and a cache of decoded chunks (enough for every chunk one record touches, within
+// 64 MiB); read() is thread-safe but starts from nothing each call. Blob offsets and labels are
+// held in memory (8 bytes per record each); chunk extents take 24 bytes per chunk.
+//
 // Errors (each names the shard file, and the record where there is one):
 //   io_error           the file cannot be opened, or a read fails or ends early (it shrank)
 //   format_error       not HDF5, truncated or damaged, missing dataset, bad offsets or labels,

@@ -2,30 +2,43 @@
 //
 // Records: every entry of each shard's main (unnamed) database, in key order within a shard,
 // shards in the order given. A record is the raw value, or — with value_format::datum — the
-// payload of a Caffe Datum (see gpufeed/datum.hpp: `data`, else the float_data bytes) with the
-// Datum's label.
+// payload of a Caffe Datum (see gpufeed/datum.hpp: `data`, else the float_data bytes, unpacked
+// float_data gathered element by element at read) with the Datum's label. A shard path is an
+// environment directory (data.mdb + lock.mdb), its data.mdb, or a single-file (MDB_NOSUBDIR)
+// environment.
 //
 // Opening (the constructor, before any worker starts): each shard is opened once with
 // MDB_RDONLY | MDB_NOTLS | MDB_NORDAHEAD (+ MDB_NOLOCK when immutable), its main database handle
-// opened once, and scanned once with a cursor to learn every key and record size (Datum values
-// are parsed there). The file must hold every page the database uses (a truncated data.mdb is
-// refused instead of raising SIGBUS later), and every key and value must lie inside the file.
+// opened once, and scanned once with a cursor to learn every key (kept in one arena) and record
+// size (Datum values are parsed there). Before LMDB touches the map, the two meta pages are read
+// and checked and the file must hold every page in use (a truncated data.mdb is refused instead
+// of raising SIGBUS later); for immutable shards the B-tree's branch and leaf pages are checked
+// too, so a damaged page is a corrupt_error instead of an LMDB assertion (abort). Every key and
+// value must lie inside the file.
 //
 // Reading: the record is looked up by key (mdb_get) in a read transaction and copied once from
 // the map into the caller's memory; its value must still have the size seen at open, or the read
-// throws corrupt_error. make_reader() gives each worker its own transactions, reset by idle()
-// and renewed on the next read; read() on the source itself is thread-safe and borrows
-// transactions from a small internal pool.
+// throws corrupt_error. make_reader() gives each worker its own transactions (one per shard,
+// begun on first use), reset by idle() and renewed on the next read; read() on the source itself
+// is thread-safe and borrows transactions from a small internal pool.
+//
+// Errors (all name the data file, and the global record index where there is one):
+// config_error (bad index, destination too small, no labels), io_error (missing path, OS errors),
+// format_error (not an LMDB environment, empty database, value not a Datum), corrupt_error
+// (truncated or damaged file, value changed since open), unsupported_error (MDB_DUPSORT
+// databases), library_error (other LMDB statuses, with the API name and mdb_strerror's text).
 //
 // Contracts:
 //  - immutable = true (the default) promises nobody writes the shards while they are open: no
 //    lock file is used (MDB_NOLOCK) and each file is mapped at its size at open. With false,
 //    LMDB's reader table is used (max_readers must cover every thread reading at once, plus
-//    other processes) and a writer may commit meanwhile; records keep the keys seen at open.
+//    other processes), a writer may commit meanwhile (records keep the keys seen at open), and
+//    the B-tree page check is skipped (the pages change under it). A writer that grows the
+//    database past the map size makes reads fail with library_error (MDB_MAP_RESIZED): reopen.
 //  - Never use an lmdb_source or its readers across fork(): open the shards again in the child
 //    (make_reader() throws config_error in a child of the process that opened them).
 //  - A reader shares ownership of the open shards: it stays valid after its source is moved or
-//    destroyed.
+//    destroyed. A moved-from source may only be destroyed or assigned to.
 #pragma once
 
 #include <unistd.h>
@@ -126,7 +139,7 @@ class lmdb_source {
       c.record = i;
       throw config_error("this LMDB source has no labels (raw values)", std::move(c));
     }
-    return state_->records.datum_at(i).label;
+    return state_->records.entry(i).label;
   }
 
   // The record's LMDB key (valid as long as the source).

@@ -174,26 +174,3 @@ TEST_CASE("chunks stored with some filters skipped (filter mask) read back exact
   hdf5_source src(path);
   CHECK(gpufeed::test::count_mismatches(src, rows_of(v, 256)) == 0);
 }
-
-TEST_CASE("indexing is linear in the number of chunks") {
-  // 20 000 chunks: H5Dget_chunk_info_by_coord per chunk would take seconds (quadratic in 1.10.8);
-  // the lookup-based index takes milliseconds. No timing is asserted — a quadratic index would
-  // show up as a slow test.
-  gpufeed::test::temp_dir dir("h5lin");
-  const auto path = dir / "many.h5";
-  const auto v = pattern<std::uint8_t>(40000 * 8, 10);
-  {
-    h5_file f(path);
-    dataset_spec s;
-    s.dims = {40000, 8};
-    s.chunk = {2, 8};
-    s.deflate = 1;
-    f.add(s, v);
-  }
-  hdf5_source src(path);
-  CHECK(src.shards()[0].read_path == hdf5_read_path::pread_decode);
-  auto r = src.make_reader();
-  std::vector<std::byte> buf(8);
-  r.read(39999, buf);
-  CHECK(std::memcmp(buf.data(), v.data() + 39999 * 8, 8) == 0);
-}

@@ -41,7 +41,7 @@ void hammer(const lmdb_source& s, const std::vector<std::string>& values, bool o
   std::mt19937_64 rng(seed);
   std::vector<std::byte> buf(s.max_record_size());
   auto r = s.make_reader();
-  for (int n = 0; n < 1500; ++n) {
+  for (int n = 0; n < 600; ++n) {
     const std::uint64_t i = rng() % s.size();
     const std::size_t size = s.record_size(i);
     if (own_reader)

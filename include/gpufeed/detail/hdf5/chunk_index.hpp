@@ -3,10 +3,10 @@
 // Contiguous storage: H5Dget_offset gives the address of element 0; record bytes follow
 // row-major. Chunked storage: for each chunk, H5Dget_chunk_storage_size and H5Dread_chunk under
 // a capture of index_driver give its address, stored size and filter mask with one index lookup
-// each (1.10.8's H5Dget_chunk_info[_by_coord] scan every chunk per call: quadratic; H5Dchunk_iter
-// is not in 1.10.8 — see index_driver.hpp). Anything else, a filter
-// gpufeed does not decode, a type HDF5 must convert, or chunks never written (HDF5 would supply
-// the fill value) is read through H5Dread, with the reason recorded.
+// each (1.10.8's H5Dget_chunk_info[_by_coord] scan every chunk per call, which is quadratic, and
+// H5Dchunk_iter is not in 1.10.8: see index_driver.hpp). Anything else — a filter gpufeed does
+// not decode, a type HDF5 must convert, chunks never written (HDF5 supplies the fill value) — is
+// read through H5Dread, with the reason recorded.
 #pragma once
 
 #include <hdf5.h>
@@ -49,6 +49,7 @@ inline std::string read_pipeline(shard_index& s, hid_t dcpl, const std::string& 
     const H5Z_filter_t id = H5Pget_filter2(dcpl, static_cast<unsigned>(k), &flags, &ncd, cd.data(),
                                            name.size(), name.data(), &config);
     if (id < 0) throw_hdf5("cannot read filter " + std::to_string(k), file, "H5Pget_filter2");
+    name.back() = '\0';
     filter_step step;
     if (id == H5Z_FILTER_DEFLATE) {
       s.description.filters.push_back("deflate(" + (ncd ? std::to_string(cd[0]) : "?") + ")");
@@ -62,12 +63,18 @@ inline std::string read_pipeline(shard_index& s, hid_t dcpl, const std::string& 
       s.description.filters.push_back("fletcher32");
       step.kind = filter_kind::fletcher32;
     } else {
-      std::string nm = name[0] ? std::string(name.data()) : "filter " + std::to_string(id);
+      std::string nm = name[0] ? std::string(name.data()) : "unknown(" + std::to_string(id) + ")";
       if (id == H5Z_FILTER_NBIT) nm = "nbit";
       if (id == H5Z_FILTER_SCALEOFFSET) nm = "scaleoffset";
       if (id == H5Z_FILTER_SZIP) nm = "szip";
       s.description.filters.push_back(nm);
-      if (reason.empty()) reason = "filter '" + nm + "' is decoded by HDF5, not by gpufeed";
+      // Not available to HDF5 either (plugin missing): H5Dread still works for chunks that
+      // skipped it (optional filters), and fails with a library_error for the others.
+      const bool available = H5Zfilter_avail(id) > 0;
+      take_error_stack();
+      if (reason.empty())
+        reason = "filter '" + nm + "' is decoded by HDF5, not by gpufeed" +
+                 (available ? "" : " (and this HDF5 library does not have it: plugin missing?)");
       continue;
     }
     s.pipeline.push_back(step);

@@ -67,7 +67,7 @@ inline void unshuffle(const std::byte* src, std::byte* dst, std::size_t n,
                       std::size_t element_size) noexcept {
   const std::size_t elements = element_size ? n / element_size : 0;
   if (element_size <= 1 || elements <= 1) {
-    std::memcpy(dst, src, n);
+    if (n) std::memcpy(dst, src, n);
     return;
   }
   for (std::size_t b = 0; b < element_size; ++b) {
@@ -76,7 +76,7 @@ inline void unshuffle(const std::byte* src, std::byte* dst, std::size_t n,
     for (std::size_t i = 0; i < elements; ++i) out[i * element_size] = plane[i];
   }
   const std::size_t done = elements * element_size;
-  std::memcpy(dst + done, src + done, n - done);
+  if (n > done) std::memcpy(dst + done, src + done, n - done);
 }
 
 // Reverses the bytes of each element in place (element_size 2, 4 or 8; others are left alone).

@@ -249,6 +249,16 @@ class record_reader {
       }
       if (f.kind == filter_kind::deflate) {
         const auto r = z_.inflate_exact(cur, target);
+        if (!r.ok && (r.status == Z_MEM_ERROR || r.status == Z_STREAM_ERROR ||
+                      r.status == Z_VERSION_ERROR)) {  // zlib itself failed, not the data
+          error_context ctx;
+          ctx.file = s.path;
+          ctx.record = global;
+          ctx.api = "inflate";
+          ctx.status = r.status;
+          ctx.status_text = zError(r.status);
+          throw library_error("zlib failed: " + r.message, std::move(ctx));
+        }
         if (!r.ok)
           corrupt(s, c, g, global, "corrupt deflate data: " + r.message, "inflate", r.status,
                   zError(r.status));
@@ -261,7 +271,7 @@ class record_reader {
       corrupt(s, c, g, global,
               "decoded " + std::to_string(cur.size()) + " bytes, expected " +
                   std::to_string(out.size()),
-              "fletcher32");
+              "filter pipeline");
     if (cur.data() != out.data()) std::memcpy(out.data(), cur.data(), out.size());
   }
 

@@ -1,10 +1,12 @@
 // gpufeed — the record tables of a set of LMDB shards, built by one cursor pass per shard at open.
 //
 // Sizes must be known before reading (the loader places every record of a batch first), so each
-// shard is scanned once: keys go into one arena (+ offsets; no std::string per record), value
-// sizes into one array, and for Datum values the payload's place inside the value and the label.
-// At read time a record is found again by key (mdb_get) and its value must still have the size
-// seen at open.
+// shard is scanned once into one 32-byte entry per record: the value size, where the delivered
+// bytes lie in the value (a Datum's payload), the label, and the key — inline when it has at most
+// 14 bytes ("%08d" keys), else as an offset into one key arena (no std::string per record).
+// One entry is all a read touches besides LMDB's pages: each further array would cost a cache
+// and TLB miss per random read. At read time a record is found again by key (mdb_get) and its
+// value must still have the size seen at open.
 #pragma once
 
 #include <lmdb.h>
@@ -12,6 +14,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 #include <vector>
@@ -24,14 +27,20 @@
 
 namespace gpufeed::detail::lmdb {
 
-// Where a Datum's payload lies in its value. payload_offset == gathered: float_data split over
-// several fields, copied element by element at read.
-struct datum_entry {
-  std::uint64_t payload_offset = 0;
-  std::uint64_t payload_size = 0;
-  std::int32_t label = 0;
+// What the catalog knows about one record. LMDB stores value sizes in 32 bits (MAXDATASIZE), so
+// 32-bit sizes and offsets cover every value.
+struct record_entry {
+  static constexpr std::size_t inline_key = 14;
+  std::uint32_t value_size = 0;      // the LMDB value's size at open (checked at read)
+  std::uint32_t payload_offset = 0;  // delivered bytes start here in the value; gathered: see below
+  std::uint32_t payload_size = 0;    // delivered bytes (record_size)
+  std::int32_t label = 0;            // Datum label (0 for raw values)
+  std::uint16_t key_size = 0;
+  std::byte key[inline_key] = {};    // the key if key_size <= inline_key, else its arena offset
 };
-inline constexpr std::uint64_t gathered = ~std::uint64_t{0};
+static_assert(sizeof(record_entry) == 32);
+// payload_offset of a Datum whose float_data is split over several fields: gathered at read.
+inline constexpr std::uint32_t gathered = ~std::uint32_t{0};
 
 // A printable rendering of a key for messages: text as is, other bytes as \xNN, cut at 64 bytes.
 inline std::string key_text(std::span<const std::byte> key) {
@@ -66,7 +75,7 @@ class catalog {
   catalog(const catalog&) = delete;
   catalog& operator=(const catalog&) = delete;
 
-  [[nodiscard]] std::uint64_t size() const noexcept { return value_sizes_.size(); }
+  [[nodiscard]] std::uint64_t size() const noexcept { return entries_.size(); }
   [[nodiscard]] bool datum() const noexcept { return datum_; }
   [[nodiscard]] bool immutable() const noexcept { return immutable_; }
   [[nodiscard]] const std::vector<shard>& shards() const noexcept { return shards_; }
@@ -79,15 +88,18 @@ class catalog {
     const auto it = std::upper_bound(shard_first_.begin(), shard_first_.end(), i);
     return static_cast<std::size_t>(it - shard_first_.begin()) - 1;
   }
+  [[nodiscard]] const record_entry& entry(std::uint64_t i) const noexcept { return entries_[i]; }
   [[nodiscard]] std::size_t record_size(std::uint64_t i) const noexcept {
-    return static_cast<std::size_t>(datum_ ? datum_entries_[i].payload_size : value_sizes_[i]);
+    return entries_[i].payload_size;
   }
-  [[nodiscard]] std::uint64_t value_size(std::uint64_t i) const noexcept { return value_sizes_[i]; }
-  [[nodiscard]] const datum_entry& datum_at(std::uint64_t i) const noexcept {
-    return datum_entries_[i];
+  [[nodiscard]] std::span<const std::byte> key(const record_entry& e) const noexcept {
+    if (e.key_size <= record_entry::inline_key) return {e.key, e.key_size};
+    std::uint64_t at = 0;
+    std::memcpy(&at, e.key, sizeof at);
+    return {key_arena_.data() + at, e.key_size};
   }
   [[nodiscard]] std::span<const std::byte> key(std::uint64_t i) const noexcept {
-    return {key_bytes_.data() + key_offsets_[i], key_offsets_[i + 1] - key_offsets_[i]};
+    return key(entries_[i]);
   }
 
   // Context for an error about record i of shard s: its data file, the global index, and its key
@@ -105,7 +117,7 @@ class catalog {
   // Appends the records of s: every key and value must lie inside the file (checked against
   // where LMDB mapped it, found in `maps`), Datum values must parse.
   void scan(shard& s, const std::vector<mapping>& maps) {
-    const std::uint64_t first = value_sizes_.size();
+    const std::uint64_t first = entries_.size();
     read_txn txn;
     if (int rc = txn.activate(s.handle.get()); rc != MDB_SUCCESS)
       throw_status(rc, "mdb_txn_begin", "cannot begin a read transaction", file_context(s.data_file));
@@ -126,7 +138,7 @@ class catalog {
     // A leaf node takes at least 8 bytes: more records than that is a damaged tree (this also
     // bounds the scan of a tree whose damaged branches loop).
     const std::uint64_t most = std::min<std::uint64_t>(st.ms_entries, s.file_size / 8);
-    reserve(first + std::min<std::uint64_t>(most, std::uint64_t{1} << 24));
+    entries_.reserve(first + std::min<std::uint64_t>(most, std::uint64_t{1} << 24));
 
     MDB_cursor* raw = nullptr;
     if (int rc = mdb_cursor_open(txn.get(), s.dbi, &raw); rc != MDB_SUCCESS)
@@ -135,68 +147,69 @@ class catalog {
     MDB_val k{}, v{};
     int rc = mdb_cursor_get(raw, &k, &v, MDB_FIRST);
     for (; rc == MDB_SUCCESS; rc = mdb_cursor_get(raw, &k, &v, MDB_NEXT)) {
-      const std::uint64_t rec = value_sizes_.size();
+      const std::uint64_t rec = entries_.size();
       if (rec - first == most)
-        throw corrupt_error("the database holds more records than its header counts (" +
-                                std::to_string(st.ms_entries) + ")",
+        throw corrupt_error("the database's tree holds more records than its header counts (" +
+                                std::to_string(st.ms_entries) + ") or the file can hold",
                             record_context(s, rec));
       if (!s.valid.known()) {
         const std::byte* base = map_base_of(maps, k.mv_data, s.map_size);
         if (base) s.valid = region{base, immutable_ ? s.file_size : s.map_size};
       }
       if (!s.valid.contains(k.mv_data, k.mv_size) || !s.valid.contains(v.mv_data, v.mv_size) ||
-          v.mv_size > s.file_size)
+          v.mv_size > s.file_size || v.mv_size > 0xffffffffu || k.mv_size > 0xffffu)
         throw corrupt_error("a key or value lies outside data.mdb (damaged LMDB page)",
                             record_context(s, rec));
+      record_entry e;
+      e.value_size = static_cast<std::uint32_t>(v.mv_size);
+      e.payload_size = e.value_size;
+      e.key_size = static_cast<std::uint16_t>(k.mv_size);
       const auto* kp = static_cast<const std::byte*>(k.mv_data);
-      key_bytes_.insert(key_bytes_.end(), kp, kp + k.mv_size);
-      key_offsets_.push_back(key_bytes_.size());
-      value_sizes_.push_back(v.mv_size);
-      if (datum_) add_datum(s, rec, {static_cast<const std::byte*>(v.mv_data), v.mv_size});
+      if (k.mv_size <= record_entry::inline_key) {
+        if (k.mv_size) std::memcpy(e.key, kp, k.mv_size);
+      } else {
+        const std::uint64_t at = key_arena_.size();
+        std::memcpy(e.key, &at, sizeof at);
+        key_arena_.insert(key_arena_.end(), kp, kp + k.mv_size);
+      }
+      if (datum_) set_datum(e, s, rec, {static_cast<const std::byte*>(v.mv_data), v.mv_size});
+      entries_.push_back(e);
     }
     if (rc != MDB_NOTFOUND)
       throw_status(rc, "mdb_cursor_get", "cannot walk the database",
-                   record_context(s, value_sizes_.size()));
-    if (value_sizes_.size() == first)
+                   record_context(s, entries_.size()));
+    if (entries_.size() == first)
       throw format_error("the LMDB database is empty (no records)", file_context(s.data_file));
-    if (value_sizes_.size() - first != st.ms_entries)
+    if (entries_.size() - first != st.ms_entries)
       throw corrupt_error("the database's header counts " + std::to_string(st.ms_entries) +
                               " records but its tree holds " +
-                              std::to_string(value_sizes_.size() - first),
+                              std::to_string(entries_.size() - first),
                           file_context(s.data_file));
     if (int crc = txn.commit(); crc != MDB_SUCCESS)
       throw_status(crc, "mdb_txn_commit", "cannot end the scan transaction",
                    file_context(s.data_file));
-    shard_first_.push_back(value_sizes_.size());
+    shard_first_.push_back(entries_.size());
   }
 
-  void reserve(std::uint64_t n) {
-    value_sizes_.reserve(n);
-    key_offsets_.reserve(n + 1);
-    if (datum_) datum_entries_.reserve(n);
-  }
-
-  void add_datum(const shard& s, std::uint64_t rec, std::span<const std::byte> value) {
+  static void set_datum(record_entry& e, const shard& s, std::uint64_t rec,
+                        std::span<const std::byte> value) {
     const datum_view d = parse_datum(value, record_context(s, rec));
-    datum_entry e;
     e.label = d.label;
-    e.payload_size = datum_payload_size(d);
+    e.payload_size = static_cast<std::uint32_t>(datum_payload_size(d));  // <= value size
+    e.payload_offset = 0;
     if (!d.data.empty())
-      e.payload_offset = static_cast<std::uint64_t>(d.data.data() - value.data());
+      e.payload_offset = static_cast<std::uint32_t>(d.data.data() - value.data());
     else if (d.float_data_split())
       e.payload_offset = gathered;
     else if (!d.float_data.empty())
-      e.payload_offset = static_cast<std::uint64_t>(d.float_data.data() - value.data());
-    datum_entries_.push_back(e);
+      e.payload_offset = static_cast<std::uint32_t>(d.float_data.data() - value.data());
   }
 
   bool datum_, immutable_;
   std::vector<shard> shards_;
   std::vector<std::uint64_t> shard_first_{0};
-  std::vector<std::byte> key_bytes_;
-  std::vector<std::uint64_t> key_offsets_{0};
-  std::vector<std::uint64_t> value_sizes_;
-  std::vector<datum_entry> datum_entries_;
+  std::vector<record_entry> entries_;  // global record order; never resized after the scans
+  std::vector<std::byte> key_arena_;   // keys longer than record_entry::inline_key
 };
 
 }  // namespace gpufeed::detail::lmdb

@@ -36,7 +36,8 @@ class txn_set {
  public:
   void read(const catalog& c, std::uint64_t i, std::span<std::byte> dst) {
     check_index(c, i);
-    const std::size_t n = c.record_size(i);
+    const record_entry& e = c.entry(i);
+    const std::size_t n = e.payload_size;
     const std::size_t si = c.shard_of(i);
     const shard& s = c.shards()[si];
     if (dst.size() < n)
@@ -52,7 +53,7 @@ class txn_set {
         throw_status(rc, api, "cannot start a read transaction", catalog::record_context(s, i));
       active_.push_back(static_cast<std::uint32_t>(si));
     }
-    const std::span<const std::byte> k = c.key(i);
+    const std::span<const std::byte> k = c.key(e);
     MDB_val key{k.size(), const_cast<std::byte*>(k.data())};  // mdb_get does not write the key
     MDB_val val{};
     if (int rc = mdb_get(t.get(), s.dbi, &key, &val); rc != MDB_SUCCESS) {
@@ -63,19 +64,14 @@ class txn_set {
       throw_status(rc, "mdb_get", "cannot read the record" + c.key_note(i),
                    catalog::record_context(s, i));
     }
-    if (val.mv_size != c.value_size(i) || !s.valid.contains(val.mv_data, val.mv_size))
+    if (val.mv_size != e.value_size || !s.valid.contains(val.mv_data, val.mv_size))
       throw corrupt_error("the record's value has " + std::to_string(val.mv_size) +
-                              " bytes, but had " + std::to_string(c.value_size(i)) +
+                              " bytes, but had " + std::to_string(e.value_size) +
                               " when the shard was opened" + c.key_note(i),
                           catalog::record_context(s, i));
     const auto* v = static_cast<const std::byte*>(val.mv_data);
     if (n == 0) return;
-    if (!c.datum()) {
-      std::memcpy(dst.data(), v, n);
-      return;
-    }
-    const datum_entry& e = c.datum_at(i);
-    if (e.payload_offset != gathered) {
+    if (e.payload_offset != gathered) {  // raw values: offset 0
       std::memcpy(dst.data(), v + e.payload_offset, n);
     } else if (datum::gather_floats({v, val.mv_size}, dst.first(n),
                                     catalog::record_context(s, i)) != n) {
