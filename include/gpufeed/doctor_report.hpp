@@ -141,7 +141,10 @@ class doctor_report {
       for (const auto& [k, v] : c.facts) out += "         " + k + ": " + v + "\n";
       if (!c.hint.empty()) out += "         hint: " + c.hint + "\n";
     }
-    out += "\n" + summary_line() + "\n";
+    // Appended piecewise: `"\n" + std::string&&` trips g++ 12's -Wrestrict false positive at -O3.
+    out += '\n';
+    out += summary_line();
+    out += '\n';
     return out;
   }
 

@@ -51,8 +51,15 @@ struct loader_stats {
   [[nodiscard]] double gb_per_second() const noexcept {
     return elapsed_seconds > 0 ? static_cast<double>(bytes) / elapsed_seconds / 1e9 : 0.0;
   }
-  // Fraction of the consumer's time spent waiting for data: 0 = never starved.
+  // Fraction of the consumer's time spent waiting for data: 0 = never starved. On a device
+  // target this is the consumer's stream, measured on the device (the host thread only queues
+  // work and runs ahead); on the host target, the consumer thread in next() against the time it
+  // held batches.
   [[nodiscard]] double stall_fraction() const noexcept {
+    if (transfer.timed_batches) {
+      const double t = transfer.consumer_wait_seconds + transfer.consumer_busy_seconds;
+      return t > 0 ? transfer.consumer_wait_seconds / t : 0.0;
+    }
     const double t = consumer_wait_seconds + consumer_hold_seconds;
     return t > 0 ? consumer_wait_seconds / t : 0.0;
   }

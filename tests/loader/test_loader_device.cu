@@ -140,16 +140,22 @@ TEST_CASE("device delivery: bytes, labels, every record exactly once; no host sy
   const auto s = l.stats();
   CHECK(s.transfer.host_syncs == 0);
   CHECK(s.transfer.copies == batches);
+  consumer.synchronize();
+  const auto after = l.stats();  // every release event has completed: all measured
+  CHECK(after.transfer.timed_batches == batches);
+  CHECK(after.transfer.consumer_busy_seconds > 0);
+  CHECK(after.stall_fraction() >= 0.0);
+  CHECK(after.stall_fraction() < 1.0);
   CHECK(pinned_count.bytes_in_use() == pinned);
   CHECK(pinned_count.peak_bytes() == pinned);
-  consumer.synchronize();
   chk.expect(3);
   MESSAGE("batches " << batches << ", copies timed " << s.transfer.timed_copies << ", H2D "
                      << (s.transfer.copy_seconds > 0
                              ? static_cast<double>(s.transfer.bytes) / s.transfer.copy_seconds / 1e9
                              : 0.0)
                      << " GB/s, steady-state syncs " << calls.syncs << ", allocations "
-                     << calls.allocations);
+                     << calls.allocations << ", consumer stream stalled "
+                     << 100 * after.stall_fraction() << " %");
 }
 
 TEST_CASE("slow consumer: slots are refilled only after its stream is done with them") {

@@ -75,6 +75,7 @@ class device_engine final : public transfer_engine {
     }
     streams_.clear();
     for (std::size_t i = 0; i < streams; ++i) streams_.emplace_back();
+    timings_ = std::vector<consumer_timing>(timing_ring);
     device_bytes_ = device_slots * (slot_bytes + output_bytes);
     if (span_capacity_) {
       // Map device event times onto the host clock: one synchronisation, at construction.
@@ -133,14 +134,29 @@ class device_engine final : public transfer_engine {
   }
   void consumer_acquire(std::size_t d, stream_handle consumer) override {
     device_guard g(device_);
-    GPUFEED_CUDA_TRY(cudaStreamWaitEvent(consumer, slots_[d].ready, 0));
+    slot& sl = slots_[d];
+    std::lock_guard lock(mutex_);  // timing records are also read by counters()
+    sl.timing = next_timing_++ % timings_.size();
+    consumer_timing& t = timings_[sl.timing];
+    collect_consumer_timing(t);
+    t.pending = false;  // still running after a full ring of batches: goes unmeasured
+    t.wait_start.record(consumer);
+    GPUFEED_CUDA_TRY(cudaStreamWaitEvent(consumer, sl.ready, 0));
+    t.wait_end.record(consumer);
   }
   void consumer_release(std::size_t d, stream_handle consumer) noexcept override {
     // The legacy default stream (nullptr) is the current device's: make ours current.
     int previous = device_;
     GPUFEED_CUDA_LOG(cudaGetDevice(&previous));
     if (previous != device_) GPUFEED_CUDA_LOG(cudaSetDevice(device_));
-    GPUFEED_CUDA_LOG(cudaEventRecord(slots_[d].consumed, consumer));
+    slot& sl = slots_[d];
+    GPUFEED_CUDA_LOG(cudaEventRecord(sl.consumed, consumer));
+    {
+      std::lock_guard lock(mutex_);
+      consumer_timing& t = timings_[sl.timing];
+      t.pending = cudaEventRecord(t.released, consumer) == cudaSuccess;
+      (void)cudaGetLastError();
+    }
     if (previous != device_) GPUFEED_CUDA_LOG(cudaSetDevice(previous));
   }
   void drain() noexcept override {
@@ -152,6 +168,7 @@ class device_engine final : public transfer_engine {
   }
   transfer_counters counters() const override {
     std::lock_guard lock(mutex_);
+    for (auto& t : timings_) collect_consumer_timing(t);
     return counters_;
   }
   void range_push(const char* name) noexcept override {
@@ -174,7 +191,27 @@ class device_engine final : public transfer_engine {
     bool timing_pending = false;
     std::size_t stream = 0;
     std::size_t bytes = 0;
+    std::size_t timing = 0;  // the consumer_timing record of the batch it holds
   };
+  // The consumer stream around one batch: before the wait on `ready`, after it, and at release.
+  // A ring indexed by hand-off, not by slot: a slot is refilled while its last batch's consumer
+  // work may still run, and its events must survive until they can be read without waiting.
+  struct consumer_timing {
+    event wait_start{event::timing::enabled}, wait_end{event::timing::enabled};
+    event released{event::timing::enabled};
+    bool pending = false;
+  };
+  static constexpr std::size_t timing_ring = 64;
+
+  // Adds the consumer stream's wait and work for the slot's last batch once its release event has
+  // completed (never waits for it). Caller holds mutex_.
+  void collect_consumer_timing(consumer_timing& t) const {
+    if (!t.pending || !t.released.ready()) return;
+    t.pending = false;
+    counters_.consumer_wait_seconds += event::elapsed_ms(t.wait_start, t.wait_end) * 1e-3;
+    counters_.consumer_busy_seconds += event::elapsed_ms(t.wait_end, t.released) * 1e-3;
+    counters_.timed_batches += 1;
+  }
 
   // Adds the slot's previous copy time, if that copy has finished (never waits for it). A copy
   // still running when its slot is reused (`reusing`) goes unmeasured. Caller holds mutex_.
@@ -204,10 +241,12 @@ class device_engine final : public transfer_engine {
   int device_;
   device_properties props_;
   std::vector<slot> slots_;
+  mutable std::vector<consumer_timing> timings_;  // updated from const counters()
+  std::size_t next_timing_ = 0;
   std::vector<stream> streams_;
   std::size_t device_bytes_ = 0;
   mutable std::mutex mutex_;
-  transfer_counters counters_;
+  mutable transfer_counters counters_;
   std::size_t span_capacity_ = 0;
   std::optional<event> base_;  // timing origin of copy spans
   std::int64_t base_host_ns_ = 0;
