@@ -308,6 +308,7 @@ int main(int argc, char** argv) try {
   const auto n = static_cast<hsize_t>(opt.gib * double(1ull << 30) / record_bytes);
   hsize_t nz = n / 8 / opt.rows_per_chunk * opt.rows_per_chunk;
   if (nz == 0) nz = opt.rows_per_chunk;
+  std::filesystem::create_directories(opt.dir);
   const std::string tag = std::to_string(n) + "x16k_v2";
   const auto contiguous = opt.dir / ("gpufeed_bench_contiguous_" + tag + ".h5");
   const auto deflate = opt.dir / ("gpufeed_bench_deflate_" + std::to_string(nz) + "x16k_v2_r" +

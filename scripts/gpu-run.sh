@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every program in .gpu/bin whose name starts with test_ (on the GPU machine), logs each
-# under $OUT, and prints a pass/skip/fail table last. Exit 77 = skipped.
+# Runs every program in .gpu/bin whose name starts with test_ (on the GPU machine), appends their
+# output to $OUT/tests.log (one file: the device tool returns few files), and prints a
+# pass/skip/fail table last. Exit 77 = skipped.
 set -u
 root=$(cd "$(dirname "$0")" && pwd)
 export LD_LIBRARY_PATH=$root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -10,14 +11,17 @@ pass=0 fail=0 skip=0 table=""
 for t in "$root"/bin/test_*; do
   name=$(basename "$t")
   start=$(date +%s%N)
-  "$t" >"$out/$name.log" 2>&1
+  echo "===== $name" >>"$out/tests.log"
+  "$t" >"$out/$name.tmp" 2>&1
   rc=$?
+  cat "$out/$name.tmp" >>"$out/tests.log"
   secs=$(awk -v a="$start" -v b="$(date +%s%N)" 'BEGIN { printf "%.2f", (b - a) / 1e9 }')
   case $rc in
     0) status=PASS; pass=$((pass+1));;
     77) status=SKIP; skip=$((skip+1));;
-    *) status="FAIL($rc)"; fail=$((fail+1)); tail -30 "$out/$name.log";;
+    *) status="FAIL($rc)"; fail=$((fail+1)); tail -30 "$out/$name.tmp";;
   esac
+  rm -f "$out/$name.tmp"
   table+=$(printf '%-36s %-9s %8ss' "$name" "$status" "$secs")$'\n'
 done
 echo "----"

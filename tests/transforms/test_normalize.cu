@@ -310,8 +310,12 @@ TEST_CASE("normalize: more than 2^32 elements (64-bit indexing), sampled") {
     std::vector<__half> got(window);
     for (const std::uint64_t start : {std::uint64_t{0}, (std::uint64_t{1} << 32) - window / 2,
                                       elems - window}) {
-      GPUFEED_CUDA_TRY(cudaMemcpy(got.data(), dout.as<__half>() + start, window * 2,
-                                  cudaMemcpyDeviceToHost));
+      const __half* src = dout.as<__half>() + start;
+      INFO("window at element " << start << ", device pointer " << static_cast<const void*>(src)
+                                << ", buffer " << static_cast<const void*>(dout.data()) << " + "
+                                << dout.size() << " bytes");
+      GPUFEED_CUDA_TRY(cudaMemcpyAsync(got.data(), src, window * 2, cudaMemcpyDeviceToHost, s));
+      s.synchronize();
       for (std::uint64_t k = 0; k < window; ++k) {
         const std::uint64_t j = start + k;
         compare_one(cmp, j, got[k],

@@ -8,6 +8,10 @@
 // the slot is overwritten) and a timing pair around the copy for telemetry. The host learns that
 // a copy finished through cudaLaunchHostFunc, so no thread ever blocks on the device in steady
 // state; host_syncs counts the synchronisations gpufeed does make (drain at teardown only).
+// Host callbacks run on a stream of their own that waits on a per-slot `copied` event: a host
+// function blocks the stream it is queued on until the CPU has run it (a round trip of ~100 us
+// measured on the H200 VM), so queued on a copy stream it would idle the link between copies and
+// delay the ready event.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -75,6 +79,7 @@ class device_engine final : public transfer_engine {
     }
     streams_.clear();
     for (std::size_t i = 0; i < streams; ++i) streams_.emplace_back();
+    callback_stream_.emplace();
     timings_ = std::vector<consumer_timing>(timing_ring);
     device_bytes_ = device_slots * (slot_bytes + output_bytes);
     if (span_capacity_) {
@@ -119,7 +124,10 @@ class device_engine final : public transfer_engine {
       counters_.copies += 1;
       counters_.bytes += bytes;
     }
-    GPUFEED_CUDA_TRY(cudaLaunchHostFunc(st, copied, ctx));
+    sl.copied.record(st);
+    std::lock_guard lock(callback_mutex_);  // one producer at a time on the callback stream
+    callback_stream_->wait(sl.copied);
+    GPUFEED_CUDA_TRY(cudaLaunchHostFunc(*callback_stream_, copied, ctx));
   }
   void run_hook(std::size_t s, const transform_hook& hook, const batch_view& view) override {
     device_guard g(device_);
@@ -165,6 +173,11 @@ class device_engine final : public transfer_engine {
       std::lock_guard lock(mutex_);
       ++counters_.host_syncs;
     }
+    if (callback_stream_) {  // after the copy streams: its host functions wait on their copies
+      GPUFEED_CUDA_LOG(cudaStreamSynchronize(*callback_stream_));
+      std::lock_guard lock(mutex_);
+      ++counters_.host_syncs;
+    }
   }
   transfer_counters counters() const override {
     std::lock_guard lock(mutex_);
@@ -186,7 +199,7 @@ class device_engine final : public transfer_engine {
  private:
   struct slot {
     device_buffer buffer, output;
-    event ready, consumed;
+    event ready, consumed, copied;
     event copy_start{event::timing::enabled}, copy_end{event::timing::enabled};
     bool timing_pending = false;
     std::size_t stream = 0;
@@ -244,6 +257,8 @@ class device_engine final : public transfer_engine {
   mutable std::vector<consumer_timing> timings_;  // updated from const counters()
   std::size_t next_timing_ = 0;
   std::vector<stream> streams_;
+  std::optional<stream> callback_stream_;  // host callbacks that return staging slots
+  std::mutex callback_mutex_;
   std::size_t device_bytes_ = 0;
   mutable std::mutex mutex_;
   mutable transfer_counters counters_;
