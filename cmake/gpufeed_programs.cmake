@@ -36,7 +36,7 @@ target_compile_options(gpufeed_program_options INTERFACE
                                  -Wno-missing-field-initializers>
   $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>>:-Wno-restrict>
   $<$<AND:$<BOOL:${GPUFEED_WERROR}>,$<COMPILE_LANGUAGE:CXX>>:-Werror>
-  $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xcompiler=-Wall>)
+  $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xcompiler=-Wall -Xcompiler=-Wno-restrict>)
 if(GPUFEED_SANITIZE)
   target_compile_options(gpufeed_program_options INTERFACE
     $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=${GPUFEED_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all>)

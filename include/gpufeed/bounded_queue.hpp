@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <stop_token>
 #include <utility>
 #include <vector>
@@ -47,6 +48,27 @@ class bounded_queue {
     return true;
   }
   bool push(T&& value, std::stop_token stop = {}) { return push(value, stop); }
+
+  // Pushes every item, in order, blocking while the queue is full; one lock and one wake-up per
+  // stretch that fits, instead of one per item. False (the rest not pushed) when closed or
+  // stopped.
+  bool push_all(std::span<T> items, std::stop_token stop = {}) {
+    std::size_t i = 0;
+    while (i < items.size()) {
+      std::unique_lock lock(mutex_);
+      if (!not_full_.wait(lock, stop, [&] { return closed_ || count_ < slots_.size(); }))
+        return false;
+      if (closed_) return false;
+      const std::size_t before = i;
+      while (i < items.size() && count_ < slots_.size()) emplace_locked(std::move(items[i++]));
+      lock.unlock();
+      if (i - before == 1)
+        not_empty_.notify_one();
+      else
+        not_empty_.notify_all();
+    }
+    return true;
+  }
 
   // Never blocks. False when full or closed (value is then left untouched).
   bool try_push(T& value) {

@@ -85,7 +85,7 @@ struct loader_config {
   std::optional<sampler_state> resume;    // continue from a saved state (its seed wins)
   error_policy on_error = error_policy::throw_error;
   // Used only where the matching loader_options parameter is `dynamic`; 0 = default
-  // (workers: hardware threads - 2, prefetch: 4, streams: 2).
+  // (workers: hardware threads - 2, prefetch: 8, streams: 2).
   std::size_t workers = 0, prefetch = 0, streams = 0;
   std::size_t max_held_batches = 2;       // batches the consumer may hold at once
   // Record bytes per slot for sources whose records vary; 0 = batch_size x max_record_size().
@@ -111,7 +111,7 @@ class loader {
     // callback thread need (16 workers on the 16-core H200 host lost ~8 % to run-queue waits).
     const unsigned cores = std::thread::hardware_concurrency();
     const std::size_t workers = pick(Options::workers, config.workers, cores > 3 ? cores - 2 : 1);
-    const std::size_t prefetch = pick(Options::prefetch, config.prefetch, 4);
+    const std::size_t prefetch = pick(Options::prefetch, config.prefetch, 8);
     const std::size_t streams = pick(Options::streams, config.streams, 2);
     if (config.batch_size == 0) throw config_error("batch_size must be at least 1");
     if (config.max_held_batches == 0) throw config_error("max_held_batches must be at least 1");

@@ -86,12 +86,15 @@ class transfer_engine {
   [[nodiscard]] virtual std::byte* output_slot(std::size_t d) const = 0;
   [[nodiscard]] virtual std::size_t device_bytes() const = 0;
 
-  // Queues, on stream `stream`: wait for device slot d's consumed event; copy `bytes` from
-  // staging into slot d; call copied(ctx) once the copy has finished (on a CUDA callback thread:
-  // it must neither block nor call CUDA). Never blocks the calling thread on the device. If it
-  // throws, nothing was queued and copied will not be called.
+  // Queues, on stream `stream`: wait for device slot d's consumed event, then copy `bytes` from
+  // staging into slot d. `token` names the staging buffer: reclaim() hands it back once the copy
+  // has finished. Never blocks the calling thread on the device. If it throws, nothing was queued
+  // and the token will never be reclaimed.
   virtual void submit_copy(std::size_t d, std::size_t stream, const std::byte* staging,
-                           std::size_t bytes, void (*copied)(void*), void* ctx) = 0;
+                           std::size_t bytes, std::size_t token) = 0;
+  // Appends to `done` the tokens of copies that have finished since the last call, and returns
+  // how many. Never blocks (an event query per copy in flight).
+  virtual std::size_t reclaim(std::vector<std::size_t>& done) = 0;
   // Calls hook(view, s) with the engine's stream s, so the hook's kernels follow the copy.
   virtual void run_hook(std::size_t stream, const transform_hook& hook, const batch_view& view) = 0;
   // Records slot d's ready event on the stream: the batch is complete on the device after it.

@@ -143,3 +143,22 @@ TEST_CASE("clear drops queued items and unblocks producers") {
   producer.join();
   CHECK(q.pop() == 3);
 }
+
+TEST_CASE("push_all hands over a batch in order, waiting for room when it must") {
+  bounded_queue<int> q(4);
+  std::vector<int> got;
+  std::jthread consumer([&] {
+    while (auto v = q.pop()) got.push_back(*v);
+  });
+  std::vector<int> items(50);
+  for (int i = 0; i < 50; ++i) items[i] = i;
+  CHECK(q.push_all(std::span<int>(items)));
+  std::vector<int> more{50, 51};
+  CHECK(q.push_all(std::span<int>(more)));
+  q.close();
+  consumer.join();
+  REQUIRE(got.size() == 52);
+  for (int i = 0; i < 52; ++i) CHECK(got[i] == i);
+  std::vector<int> late{1};
+  CHECK_FALSE(q.push_all(std::span<int>(late)));  // closed
+}

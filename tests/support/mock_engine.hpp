@@ -1,7 +1,8 @@
 // A transfer engine for host-only tests: "device" slots are host buffers and copies run on one
 // background thread that takes a set time per copy, like a saturated copy engine. Like the CUDA
 // engine it never blocks its callers: consumer_acquire returns at once (a real consumer's stream
-// would wait on the device), and the host slot comes back through the copied() callback.
+// would wait on the device), and the staging token comes back through reclaim() once the copy
+// is done.
 #pragma once
 
 #include <chrono>
@@ -42,12 +43,19 @@ class mock_engine final : public transfer_engine {
   std::size_t device_bytes() const override { return slots_.size() * slots_.front().size(); }
 
   void submit_copy(std::size_t d, std::size_t stream, const std::byte* staging, std::size_t bytes,
-                   void (*copied)(void*), void* ctx) override {
+                   std::size_t token) override {
     std::lock_guard lock(mutex_);
     counters_.copies += 1;  // counted when queued, as the CUDA engine does
     counters_.bytes += bytes;
-    jobs_.push_back(job{d, stream, staging, bytes, copied, ctx});
+    jobs_.push_back(job{d, stream, staging, bytes, token});
     cv_.notify_all();
+  }
+  std::size_t reclaim(std::vector<std::size_t>& done) override {
+    std::lock_guard lock(mutex_);
+    const std::size_t n = done_.size();
+    done.insert(done.end(), done_.begin(), done_.end());
+    done_.clear();
+    return n;
   }
   void run_hook(std::size_t, const transform_hook& hook, const batch_view& view) override {
     hook(view, nullptr);
@@ -77,8 +85,7 @@ class mock_engine final : public transfer_engine {
     std::size_t d, stream;
     const std::byte* staging;
     std::size_t bytes;
-    void (*copied)(void*);
-    void* ctx;
+    std::size_t token;
   };
   void run(std::stop_token st) {
     std::unique_lock lock(mutex_);
@@ -93,8 +100,8 @@ class mock_engine final : public transfer_engine {
       std::memcpy(slots_[j.d].data(), j.staging, j.bytes);
       std::this_thread::sleep_for(copy_time_);
       const auto t1 = std::chrono::steady_clock::now();
-      j.copied(j.ctx);
       lock.lock();
+      done_.push_back(j.token);
       busy_ = false;
       counters_.timed_copies += 1;
       counters_.copy_seconds += std::chrono::duration<double>(t1 - t0).count();
@@ -113,6 +120,7 @@ class mock_engine final : public transfer_engine {
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<job> jobs_;
+  std::vector<std::size_t> done_;
   bool busy_ = false;
   transfer_counters counters_;
   std::size_t span_capacity_ = 0;

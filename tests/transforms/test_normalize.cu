@@ -276,6 +276,31 @@ __host__ __device__ inline std::uint8_t synthetic(std::uint64_t j) {
   x ^= x >> 29;
   return static_cast<std::uint8_t>(x >> 7);
 }
+struct half_params {
+  float scale, mean[3], inv_std[3];
+  std::uint64_t record_elems;
+  bool hwc;
+};
+// Recomputes every element on the device (each step rounded, as the reference) and counts those
+// more than one half-ulp step away: checks all 2^32 + 704 elements without copying them back.
+__global__ void count_wrong_halves(const __half* out, std::uint64_t n, half_params p,
+                                   unsigned long long* wrong) {
+  unsigned long long bad = 0;
+  for (std::uint64_t j = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; j < n;
+       j += std::uint64_t{gridDim.x} * blockDim.x) {
+    const std::uint64_t k = j % p.record_elems;
+    const unsigned c = static_cast<unsigned>(p.hwc ? k % 3 : k / (p.record_elems / 3));
+    float t = __fmul_rn(static_cast<float>(synthetic(j)), p.scale);
+    t = __fsub_rn(t, p.mean[c]);
+    t = __fmul_rn(t, p.inv_std[c]);
+    const unsigned short want = __half_as_ushort(__float2half_rn(t));
+    const unsigned short got = __half_as_ushort(out[j]);
+    const long ow = (want & 0x8000u) ? -static_cast<long>(want & 0x7fffu) : static_cast<long>(want);
+    const long og = (got & 0x8000u) ? -static_cast<long>(got & 0x7fffu) : static_cast<long>(got);
+    bad += (ow > og ? ow - og : og - ow) > 1;
+  }
+  if (bad) atomicAdd(wrong, bad);
+}
 __global__ void fill_synthetic(std::uint8_t* p, std::uint64_t n) {
   for (std::uint64_t j = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; j < n;
        j += std::uint64_t{gridDim.x} * blockDim.x)
@@ -304,26 +329,25 @@ TEST_CASE("normalize: more than 2^32 elements (64-bit indexing), sampled") {
     cuda::stream s;
     n(din.as<std::uint8_t>(), dout.as<__half>(), records, s);
     s.synchronize();
-    // The first and last 1 Mi elements, and 1 Mi around 2^32.
-    const std::uint64_t window = 1 << 20;
-    comparison cmp;
-    std::vector<__half> got(window);
-    for (const std::uint64_t start : {std::uint64_t{0}, (std::uint64_t{1} << 32) - window / 2,
-                                      elems - window}) {
-      const __half* src = dout.as<__half>() + start;
-      INFO("window at element " << start << ", device pointer " << static_cast<const void*>(src)
-                                << ", buffer " << static_cast<const void*>(dout.data()) << " + "
-                                << dout.size() << " bytes");
-      GPUFEED_CUDA_TRY(cudaMemcpyAsync(got.data(), src, window * 2, cudaMemcpyDeviceToHost, s));
-      s.synchronize();
-      for (std::uint64_t k = 0; k < window; ++k) {
-        const std::uint64_t j = start + k;
-        compare_one(cmp, j, got[k],
-                    reference(synthetic(j), n, channel_of(j, record_elems, 3, layout)));
-      }
+    // Every element, on the device (a sampled copy-back failed on the H200 VM with
+    // cudaErrorInvalidValue for windows past 2^32 elements of an 8.6 GB buffer; not understood).
+    half_params p{};
+    p.scale = n.scale();
+    for (unsigned c = 0; c < 3; ++c) {
+      p.mean[c] = n.mean(c);
+      p.inv_std[c] = n.inv_std(c);
     }
-    INFO(cmp.first);
-    CHECK(cmp.beyond_tolerance == 0);
+    p.record_elems = record_elems;
+    p.hwc = layout == channel_layout::hwc;
+    cuda::device_buffer wrong(sizeof(unsigned long long));
+    GPUFEED_CUDA_TRY(cudaMemsetAsync(wrong.data(), 0, wrong.size(), s));
+    count_wrong_halves<<<4096, 256, 0, s>>>(dout.as<__half>(), elems, p,
+                                            wrong.as<unsigned long long>());
+    GPUFEED_CUDA_TRY(cudaGetLastError());
+    unsigned long long h = 1;
+    GPUFEED_CUDA_TRY(cudaMemcpyAsync(&h, wrong.data(), sizeof h, cudaMemcpyDeviceToHost, s));
+    s.synchronize();
+    CHECK(h == 0);
   }
 }
 

@@ -7,7 +7,7 @@
 //   workers   read each chunk's records straight into their final place in the slot; the worker
 //             that finishes a batch's last chunk applies the error policy and either hands the
 //             slot to the transfer engine (device target: one H2D copy into a free device slot;
-//             the host slot comes back from a CUDA host callback once the copy is done) or
+//             the planner reclaims the host slot once the copy's event has completed) or
 //             delivers it as is (host target).
 //   consumer  next() waits for the next batch in sequence order; on a device target its stream
 //             waits on the batch's ready event. Releasing records the consumed event and returns
@@ -18,12 +18,14 @@
 // free device slot: no deadlock whatever order chunks complete in.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <ostream>
 #include <stop_token>
 #include <thread>
@@ -245,7 +247,7 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
       const auto t0 = steady::now();
       const std::int64_t w0 = tracks_.empty() ? 0 : now_ns();
       if (!credits_.pop(st)) return;
-      auto s = free_host_.pop(st);
+      auto s = acquire_host_slot(st);
       if (!s) return;
       telemetry_.planner_waited(since_ns(t0));
       const std::int64_t w1 = tracks_.empty() ? 0 : now_ns();
@@ -272,11 +274,31 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
       }
       const std::size_t chunks = (slot.records + cfg_.chunk_records - 1) / cfg_.chunk_records;
       slot.pending.store(chunks, std::memory_order_relaxed);
-      for (std::size_t c = 0; c < chunks; ++c) {
-        chunk_task t{*s, c * cfg_.chunk_records,
-                     std::min(slot.records, (c + 1) * cfg_.chunk_records)};
-        if (!work_.push(t, st)) return;
-      }
+      tasks_.clear();
+      for (std::size_t c = 0; c < chunks; ++c)
+        tasks_.push_back(chunk_task{*s, c * cfg_.chunk_records,
+                                    std::min(slot.records, (c + 1) * cfg_.chunk_records)});
+      // One lock and one wake-up for the whole batch: a notify per chunk cost ~3 us each.
+      if (!work_.push_all(std::span<chunk_task>(tasks_), st)) return;
+    }
+  }
+
+  // A free host slot. On a device target, slots come back when their copy has finished: the
+  // planner asks the engine (an event query per copy in flight, never a wait), then backs off
+  // briefly — yielding first, so a slot freed microseconds later is taken at once.
+  std::optional<std::size_t> acquire_host_slot(std::stop_token st) {
+    if (!engine_) return free_host_.pop(st);
+    for (unsigned idle = 0;; ++idle) {
+      if (auto s = free_host_.try_pop()) return s;
+      reclaimed_.clear();
+      engine_->reclaim(reclaimed_);
+      for (std::size_t t : reclaimed_) free_host_.try_push(t);
+      if (!reclaimed_.empty()) continue;
+      if (st.stop_requested()) return std::nullopt;
+      if (idle < 64)
+        std::this_thread::yield();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
   }
 
@@ -394,22 +416,13 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
         free_device_.try_push(e.device);
         e.has_device = false;
       }
-      if (!copy_queued) free_host_.try_push(s);  // else the copy's callback returns it
+      if (!copy_queued) free_host_.try_push(s);  // else reclaim() returns it after the copy
     }
     {
       std::lock_guard lock(ready_mutex_);
       ready_.emplace(e.sequence, std::move(e));
     }
     ready_cv_.notify_all();
-  }
-
-  struct copied_context {
-    pipeline* self;
-    std::size_t slot;
-  };
-  static void on_copied(void* p) {
-    auto* c = static_cast<copied_context*>(p);
-    c->self->free_host_.try_push(c->slot);
   }
 
   std::size_t stream_of(const host_slot& slot) const noexcept {
@@ -420,10 +433,8 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
   void submit(host_slot& slot, std::size_t d, bool& copy_queued) {
     std::byte* base = slot.buffer.data();
     std::memcpy(mirrors_[d].data(), base, cfg_.layout.data_offset());  // host metadata copy
-    const std::size_t s = slot_index(slot);
-    copied_[s] = copied_context{this, s};
     const std::size_t bytes = cfg_.layout.data_offset() + slot.data_bytes;
-    engine_->submit_copy(d, stream_of(slot), base, bytes, &pipeline::on_copied, &copied_[s]);
+    engine_->submit_copy(d, stream_of(slot), base, bytes, slot_index(slot));
     copy_queued = true;
     if (cfg_.hook) engine_->run_hook(stream_of(slot), cfg_.hook, device_view(d, slot));
     engine_->mark_ready(d, stream_of(slot));
@@ -540,7 +551,8 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
   std::vector<host_slot> slots_;
   std::vector<resource_buffer> outputs_;                 // host target transform outputs
   std::vector<std::vector<std::uint64_t>> mirrors_;     // device target: host metadata per slot
-  std::vector<copied_context> copied_ = std::vector<copied_context>(host_slot_count());
+  std::vector<std::size_t> reclaimed_;  // planner only: tokens engine_->reclaim() returned
+  std::vector<chunk_task> tasks_;       // planner only: a batch's chunks before hand-off
   struct held_mark {
     steady::time_point at;
     std::uint64_t sequence = 0;
