@@ -29,23 +29,6 @@ inline std::string one_line(const std::string& s) {
   return out;
 }
 
-// The error's message and context (file, record, call), without gpufeed's source location,
-// which helps a bug report but not a user.
-inline std::string describe(const gpufeed::error& e) {
-  const error_context& c = e.context();
-  std::string ctx;
-  auto add = [&ctx](const std::string& part) { ctx += (ctx.empty() ? "" : ", ") + part; };
-  if (!c.file.empty()) add("file '" + c.file + "'");
-  if (c.record) add("record " + std::to_string(*c.record));
-  if (!c.api.empty()) {
-    std::string call = c.api;
-    if (c.status) call += " returned " + std::to_string(*c.status);
-    if (!c.status_text.empty()) call += " (" + c.status_text + ")";
-    add(call);
-  }
-  return e.message() + (ctx.empty() ? "" : " [" + ctx + "]");
-}
-
 // Prints "gpufeed <command>: error: ..." for the exception in flight and throws
 // CLI::RuntimeError(1). Call from a catch block.
 [[noreturn]] inline void fail_current(const char* command) {
@@ -53,7 +36,7 @@ inline std::string describe(const gpufeed::error& e) {
   try {
     throw;
   } catch (const gpufeed::error& e) {
-    text = describe(e);
+    text = e.describe();
   } catch (const std::exception& e) {
     text = e.what();
   }

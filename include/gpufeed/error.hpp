@@ -57,6 +57,13 @@ class error : public std::runtime_error {
   [[nodiscard]] std::optional<std::uint64_t> record() const noexcept { return ctx_.record; }
   [[nodiscard]] const std::string& api() const noexcept { return ctx_.api; }
   [[nodiscard]] std::optional<long long> status() const noexcept { return ctx_.status; }
+  // The message and its context for people — "short read [file 'a.h5', record 7, pread
+  // returned 5 (Input/output error)]" — without gpufeed's source location, which helps a bug
+  // report but not a user (command-line tools print this).
+  [[nodiscard]] std::string describe() const {
+    const std::string ctx = context_text(ctx_);
+    return message_ + (ctx.empty() ? "" : " [" + ctx + "]");
+  }
 
  private:
   error(error_context&& located_ctx, const std::string& message)
@@ -68,8 +75,7 @@ class error : public std::runtime_error {
     if (!c.where) c.where = where;
     return c;
   }
-  static std::string format(const std::string& message, const error_context& c) {
-    std::string s = "gpufeed: " + message;
+  static std::string context_text(const error_context& c) {
     std::string ctx;
     auto add = [&ctx](const std::string& part) { ctx += (ctx.empty() ? "" : ", ") + part; };
     if (!c.file.empty()) add("file '" + c.file + "'");
@@ -83,6 +89,11 @@ class error : public std::runtime_error {
       add("status " + std::to_string(*c.status) +
           (c.status_text.empty() ? "" : " (" + c.status_text + ")"));
     }
+    return ctx;
+  }
+  static std::string format(const std::string& message, const error_context& c) {
+    std::string s = "gpufeed: " + message;
+    const std::string ctx = context_text(c);
     if (!ctx.empty()) s += " [" + ctx + "]";
     if (c.where && c.where->file_name() && *c.where->file_name())
       s += " at " + std::string(c.where->file_name()) + ":" + std::to_string(c.where->line());

@@ -68,3 +68,10 @@ TEST_CASE("the error names the place it was raised, not where its context was bu
     CHECK(std::string(e.what()).find("error.hpp") == std::string::npos);
   }
 }
+
+TEST_CASE("describe() gives the message and context without the source location") {
+  const io_error e("short read", error_context{.file = "a.h5", .record = 7, .api = "pread",
+                                               .status = 5, .status_text = "Input/output error"});
+  CHECK(e.describe() == "short read [file 'a.h5', record 7, pread returned 5 (Input/output error)]");
+  CHECK(config_error("plain").describe() == "plain");
+}

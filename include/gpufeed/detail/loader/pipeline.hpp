@@ -436,7 +436,8 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
     const std::size_t bytes = cfg_.layout.data_offset() + slot.data_bytes;
     engine_->submit_copy(d, stream_of(slot), base, bytes, slot_index(slot));
     copy_queued = true;
-    if (cfg_.hook) engine_->run_hook(stream_of(slot), cfg_.hook, device_view(d, slot));
+    if (cfg_.hook)
+      engine_->run_hook(stream_of(slot), cfg_.hook, device_view(d, slot.records, slot.data_bytes));
     engine_->mark_ready(d, stream_of(slot));
   }
 
@@ -444,36 +445,28 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
     return static_cast<std::size_t>(&slot - slots_.data());
   }
 
-  batch_view device_view(std::size_t d, const host_slot& slot) const {
+  // The view of a batch laid out as cfg_.layout at `base` (host or device memory).
+  batch_view view_at(std::byte* base, std::byte* output, std::size_t records,
+                     std::size_t data_bytes, bool on_device) const {
     batch_view v;
-    std::byte* base = engine_->device_slot(d);
     v.data = slot_layout::data(base, cfg_.layout);
-    v.data_bytes = slot.data_bytes;
+    v.data_bytes = data_bytes;
     v.offsets = slot_layout::offsets(base, cfg_.layout);
     v.labels = cfg_.labels ? slot_layout::labels(base, cfg_.layout) : nullptr;
     v.indices = slot_layout::indices(base, cfg_.layout);
-    v.records = slot.records;
+    v.records = records;
     v.record_bytes = cfg_.record_bytes;
-    v.output = cfg_.output_bytes ? engine_->output_slot(d) : nullptr;
+    v.output = cfg_.output_bytes ? output : nullptr;
     v.output_bytes = cfg_.output_bytes;
-    v.on_device = true;
+    v.on_device = on_device;
     return v;
   }
-
+  batch_view device_view(std::size_t d, std::size_t records, std::size_t data_bytes) const {
+    return view_at(engine_->device_slot(d), engine_->output_slot(d), records, data_bytes, true);
+  }
   batch_view host_view(std::size_t s) {
-    host_slot& slot = slots_[s];
-    std::byte* base = slot.buffer.data();
-    batch_view v;
-    v.data = slot_layout::data(base, cfg_.layout);
-    v.data_bytes = slot.data_bytes;
-    v.offsets = slot_layout::offsets(base, cfg_.layout);
-    v.labels = cfg_.labels ? slot_layout::labels(base, cfg_.layout) : nullptr;
-    v.indices = slot_layout::indices(base, cfg_.layout);
-    v.records = slot.records;
-    v.record_bytes = cfg_.record_bytes;
-    v.output = cfg_.output_bytes ? outputs_[s].data() : nullptr;
-    v.output_bytes = cfg_.output_bytes;
-    return v;
+    return view_at(slots_[s].buffer.data(), outputs_.empty() ? nullptr : outputs_[s].data(),
+                   slots_[s].records, slots_[s].data_bytes, false);
   }
 
   batch make_batch(ready_entry&& e) {
@@ -498,17 +491,18 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
         release_slots(true, e.device, e.host, cfg_.consumer);
         throw;
       }
-      const batch_view v = device_view_for_delivery(e);
+      const batch_view v = device_view(e.device, e.records, e.data_bytes);
       f.data = v.data;
       f.offsets = v.offsets;
       f.labels = v.labels;
       f.indices = v.indices;
       f.output = v.output;
       f.output_bytes = v.output_bytes;
-      auto* m = reinterpret_cast<std::byte*>(mirrors_[e.device].data());
-      f.host_offsets = slot_layout::offsets(m, cfg_.layout);
-      f.host_labels = cfg_.labels ? slot_layout::labels(m, cfg_.layout) : nullptr;
-      f.host_indices = slot_layout::indices(m, cfg_.layout);
+      const batch_view m = view_at(reinterpret_cast<std::byte*>(mirrors_[e.device].data()),
+                                   nullptr, e.records, e.data_bytes, false);
+      f.host_offsets = m.offsets;
+      f.host_labels = m.labels;
+      f.host_indices = m.indices;
       f.on_device = true;
       f.device = device_;
       ticket = e.device;
@@ -527,18 +521,6 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
       held_since_[ticket % held_since_.size()] = held_mark{steady::now(), f.sequence};
     }
     return batch(this->shared_from_this(), ticket, cfg_.consumer, std::move(f));
-  }
-
-  batch_view device_view_for_delivery(const ready_entry& e) const {
-    batch_view v;
-    std::byte* base = engine_->device_slot(e.device);
-    v.data = slot_layout::data(base, cfg_.layout);
-    v.offsets = slot_layout::offsets(base, cfg_.layout);
-    v.labels = cfg_.labels ? slot_layout::labels(base, cfg_.layout) : nullptr;
-    v.indices = slot_layout::indices(base, cfg_.layout);
-    v.output = cfg_.output_bytes ? engine_->output_slot(e.device) : nullptr;
-    v.output_bytes = cfg_.output_bytes;
-    return v;
   }
 
   const Source& source_;
