@@ -25,7 +25,7 @@ struct worker_stats {
 };
 
 struct loader_stats {
-  double elapsed_seconds = 0;          // wall time since the loader started
+  double elapsed_seconds = 0;          // wall time since the consumer's first next()
   std::uint64_t batches = 0;           // delivered to the consumer
   std::uint64_t records = 0;
   std::uint64_t bytes = 0;             // record bytes delivered

@@ -113,6 +113,7 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
 
   // The next batch in sequence, or nullopt when the configured epochs are done.
   std::optional<batch> next() {
+    telemetry_.consumer_started();
     ready_entry e;
     const auto t0 = steady::now();
     std::size_t ready_now = 0;

@@ -59,6 +59,16 @@ class telemetry {
 
   worker_counters& worker(std::size_t w) noexcept { return workers_[w]; }
 
+  // The consumer's first request: rates are measured from here, not from construction, so the
+  // one-off cost of allocating pinned and device slots does not dilute short runs.
+  void consumer_started() noexcept {
+    if (first_request_ns_.load(std::memory_order_relaxed) != 0) return;
+    std::int64_t expected = 0;
+    first_request_ns_.compare_exchange_strong(
+        expected, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      steady::now().time_since_epoch()).count());
+  }
+
   void delivered(std::uint64_t records, std::uint64_t bytes, std::uint64_t wait_ns,
                  std::size_t ready_now) noexcept {
     batches_.fetch_add(1, std::memory_order_relaxed);
@@ -81,7 +91,10 @@ class telemetry {
   // Fills the counters into s (the caller sets the configuration fields).
   void snapshot(loader_stats& s) const {
     constexpr double ns = 1e-9;
-    s.elapsed_seconds = static_cast<double>(since_ns(start_)) * ns;
+    const std::int64_t first = first_request_ns_.load(std::memory_order_relaxed);
+    const steady::time_point origin =
+        first ? steady::time_point(std::chrono::nanoseconds(first)) : start_;
+    s.elapsed_seconds = static_cast<double>(since_ns(origin)) * ns;
     s.batches = batches_.load(std::memory_order_relaxed);
     s.records = records_.load(std::memory_order_relaxed);
     s.bytes = bytes_.load(std::memory_order_relaxed);
@@ -116,6 +129,7 @@ class telemetry {
  private:
   static constexpr std::size_t log_capacity = 1000;
   steady::time_point start_ = steady::now();
+  std::atomic<std::int64_t> first_request_ns_{0};
   std::vector<worker_counters> workers_;
   std::atomic<std::uint64_t> batches_{0}, records_{0}, bytes_{0}, wait_ns_{0}, hold_ns_{0};
   std::atomic<std::uint64_t> planner_wait_ns_{0}, ready_sum_{0};
