@@ -350,7 +350,6 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
       std::byte* data = slot_layout::data(base, cfg_.layout);
       if (engine_) engine_->range_push("gpufeed read");
       const auto t0 = steady::now();
-      const std::uint64_t cpu0 = thread_cpu_ns();
       std::uint64_t bytes = 0, failures = 0;
       for (std::size_t k = task->begin; k < task->end; ++k) {
         try {
@@ -364,7 +363,6 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
       }
       const std::uint64_t wall = since_ns(t0);
       c.read_ns.fetch_add(wall, std::memory_order_relaxed);
-      c.read_cpu_ns.fetch_add(thread_cpu_ns() - cpu0, std::memory_order_relaxed);
       if (engine_) engine_->range_pop();
       if (!tracks_.empty()) {
         const std::int64_t end = now_ns();
