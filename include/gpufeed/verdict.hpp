@@ -7,7 +7,8 @@
 //   consumer  the consumer rarely waited for data (stall < 10 %): the GPU step is the bottleneck,
 //             which is the good case — the loader keeps up.
 //   h2d       the consumer waited, and the copy engine was busy most of the time (copy time per
-//             stream close to the elapsed time) while workers had slack.
+//             stream close to the elapsed time) while workers had slack — or copies ran >= 90 %
+//             of the time, when the link is the ceiling whatever the workers do.
 //   storage   the consumer waited, workers were busy, but mostly blocked in I/O: their reads took
 //             far more wall time than CPU time (data not in the page cache, slow disk).
 //   decode    the consumer waited, workers were busy on the CPU (decompression, parsing): more
@@ -126,13 +127,20 @@ inline verdict diagnose(const loader_stats& s, unsigned cores = 0) {
                    "free CPU for other work";
     return v;
   }
-  if (s.transfer.copies && copy_busy > 0.8 && busy < 0.8) {
+  // Copies running nearly all the time (>= 90 %) mean the link is the ceiling even when workers
+  // are busy too: more workers would only wait for slots (on the H200, 14 busy workers and the
+  // copies both saturated at 50 GB/s against a 55 GB/s link, and "raise workers" was wrong).
+  const bool link_full = copy_busy >= 0.9;
+  if (s.transfer.copies && ((copy_busy > 0.8 && busy < 0.8) || link_full)) {
     v.stage = bottleneck::h2d;
     const double rate = s.transfer.copy_seconds > 0
                             ? static_cast<double>(s.transfer.bytes) / s.transfer.copy_seconds / 1e9
                             : 0.0;
     v.summary = fmt("Host-to-device copies bound throughput: the copy engine ran %.0f %% of the "
                     "time at %.3f GB/s.", 100 * copy_busy, rate);
+    if (busy >= 0.8)
+      v.summary += fmt(" Workers are busy too (%.0f %%), but more of them cannot push data past "
+                       "the link.", 100 * busy);
     v.suggestion = "copy less (decode or crop on the GPU, send uint8 not float), use larger "
                    "batches (copies under 1 MiB are slow), check the PCIe link with gpufeed doctor";
     return v;

@@ -103,6 +103,42 @@ TEST_CASE("slow copies with idle workers -> h2d") {
   CHECK(s.transfer.copies >= 30);
 }
 
+TEST_CASE("copies saturate the link while workers are busy too -> h2d, not decode") {
+  // The figures of an H200 run: 14 workers reading from the page cache 93 % of the time, copies
+  // on the PCIe link 99 % of it. More workers cannot help; the verdict must say h2d.
+  loader_stats s;
+  s.elapsed_seconds = 1.0;
+  s.batches = 6000;
+  s.records = 3'000'000;
+  s.bytes = 50'000'000'000;
+  s.streams = 2;
+  s.ready_queue_capacity = 8;
+  for (int k = 0; k < 14; ++k) {
+    worker_stats w;
+    w.read_seconds = 0.93;
+    w.read_cpu_seconds = 0.93;
+    w.idle_seconds = 0.07;
+    s.workers.push_back(w);
+  }
+  s.transfer.copies = 6000;
+  s.transfer.timed_copies = 6000;
+  s.transfer.bytes = s.bytes;
+  s.transfer.copy_seconds = 0.99;
+  s.transfer.timed_batches = 700;
+  s.transfer.consumer_wait_seconds = 0.8;
+  s.transfer.consumer_busy_seconds = 0.2;
+  const auto v = diagnose(s, 16);
+  MESSAGE(v.report());
+  CHECK(v.stage == bottleneck::h2d);
+  CHECK(v.summary.find("Workers are busy too") != std::string::npos);
+
+  // The same workers with copies busy only half the time: the workers are the limit.
+  s.transfer.copy_seconds = 0.5;
+  const auto d = diagnose(s, 16);
+  CHECK(d.stage == bottleneck::decode);
+  CHECK(d.suggestion.find("raise workers") != std::string::npos);
+}
+
 TEST_CASE("too few batches to judge") {
   test::memory_source src(100, 8);
   loader<test::memory_source> l(src, config(1));
