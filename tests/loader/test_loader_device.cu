@@ -142,7 +142,9 @@ TEST_CASE("device delivery: bytes, labels, every record exactly once; no host sy
   CHECK(s.transfer.copies == batches);
   consumer.synchronize();
   const auto after = l.stats();  // every release event has completed: all measured
-  CHECK(after.transfer.timed_batches == batches);
+  // The first hand-off, then about 1 in 8 are timed on the consumer's stream.
+  CHECK(after.transfer.timed_batches >= batches / 16);
+  CHECK(after.transfer.timed_batches <= batches / 4);
   CHECK(after.transfer.consumer_busy_seconds > 0);
   CHECK(after.stall_fraction() >= 0.0);
   CHECK(after.stall_fraction() < 1.0);
