@@ -158,6 +158,23 @@ class hdf5_source {
     return state_ ? state_->max_record : 0;
   }
 
+  // Models decode_unit_source: records of a compressed shard that start in the same chunk share
+  // a unit (the source-wide number of that chunk, top bit set); records of uncompressed shards
+  // are units of their own (their index).
+  [[nodiscard]] std::uint64_t decode_unit(std::uint64_t i) const {
+    const std::size_t k = state().locate(i);
+    const auto& s = state_->shards[k];
+    if (s.kind != detail::hdf5::read_kind::chunked || s.pipeline.empty()) return i;
+    const std::uint64_t local = i - state_->first[k];
+    const auto& g = s.grid;
+    // The chunk holding the record's first element: its row (fixed) or byte (blob) along
+    // dimension 0, at index 0 along the others; chunks are numbered row-major.
+    std::uint64_t slab = 1;
+    for (int d = 1; d < g.rank; ++d) slab *= g.grid[d];
+    const std::uint64_t along = (s.blob ? s.offsets[local] : local) / g.chunk[0];
+    return (std::uint64_t{1} << 63) | (state_->key_base[k] + along * slab);
+  }
+
   class reader;
 
   // Thread-safe. Writes record_size(i) bytes to dst. Decoding state is per call here; readers

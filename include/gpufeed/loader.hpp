@@ -142,6 +142,8 @@ class loader {
                            ? config.chunk_records
                            : auto_chunk(config.batch_size, pc.layout.data_capacity, workers,
                                         prefetch);
+    pc.unit_tasks = decode_unit_source<Source> && config.chunk_records == 0 &&
+                    config.order == sample_order::sequential;
     pc.output_bytes = config.transform_output_bytes;
     pc.labels = has_labels(src);
     pc.policy = config.on_error;

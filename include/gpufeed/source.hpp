@@ -21,6 +21,11 @@
 //                                          at a time; it may define idle(), called when its thread
 //                                          finishes a batch, to drop resources it holds meanwhile
 //                                          (e.g. mdb_txn_reset).
+//   s.decode_unit(i) -> std::uint64_t     records with equal values share decoding work (one
+//                                          compressed chunk); cheap, no I/O. The loader keeps such
+//                                          runs in one worker task when it picks task sizes itself
+//                                          in sequential order, so a chunk is decoded once, not
+//                                          once per task that touches it.
 #pragma once
 
 #include <concepts>
@@ -54,6 +59,11 @@ concept reader_source = source<S> && requires(const S& s, std::uint64_t i,
                                               std::span<std::byte> dst) {
   s.make_reader();
   s.make_reader().read(i, dst);
+};
+
+template <class S>
+concept decode_unit_source = source<S> && requires(const S& s, std::uint64_t i) {
+  { s.decode_unit(i) } -> std::convertible_to<std::uint64_t>;
 };
 
 // The per-thread reader the loader's workers use: the source's own reader when it has one,

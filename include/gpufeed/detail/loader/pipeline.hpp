@@ -273,12 +273,8 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
         finish(*s, st);
         continue;
       }
-      const std::size_t chunks = (slot.records + cfg_.chunk_records - 1) / cfg_.chunk_records;
-      slot.pending.store(chunks, std::memory_order_relaxed);
-      tasks_.clear();
-      for (std::size_t c = 0; c < chunks; ++c)
-        tasks_.push_back(chunk_task{*s, c * cfg_.chunk_records,
-                                    std::min(slot.records, (c + 1) * cfg_.chunk_records)});
+      split_tasks(*s, slot);
+      slot.pending.store(tasks_.size(), std::memory_order_relaxed);
       // One lock and one wake-up for the whole batch: a notify per chunk cost ~3 us each.
       if (!work_.push_all(std::span<chunk_task>(tasks_), st)) return;
     }
@@ -301,6 +297,33 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
       else
         std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
+  }
+
+  // The batch's worker tasks, into tasks_: chunk_records positions each, or with unit_tasks,
+  // at least that many and on to where the source's decode unit changes (at most 8 x
+  // chunk_records, so a huge chunk still spreads over workers; each decodes it once).
+  void split_tasks(std::size_t s, const host_slot& slot) {
+    tasks_.clear();
+    const std::size_t n = slot.records, step = cfg_.chunk_records;
+    if constexpr (decode_unit_source<Source>) {
+      if (cfg_.unit_tasks) {
+        const std::uint64_t* idx = slot_layout::indices(slot.buffer.data(), cfg_.layout);
+        std::size_t begin = 0;
+        std::uint64_t unit = n ? source_.decode_unit(idx[0]) : 0;
+        for (std::size_t k = 1; k < n; ++k) {
+          const std::uint64_t u = source_.decode_unit(idx[k]);
+          const std::size_t len = k - begin;
+          if ((len >= step && u != unit) || len >= 8 * step) {
+            tasks_.push_back(chunk_task{s, begin, k});
+            begin = k;
+          }
+          unit = u;
+        }
+        if (n) tasks_.push_back(chunk_task{s, begin, n});
+        return;
+      }
+    }
+    for (std::size_t b = 0; b < n; b += step) tasks_.push_back(chunk_task{s, b, std::min(n, b + step)});
   }
 
   void plan(host_slot& slot) {

@@ -20,6 +20,9 @@ namespace gpufeed::detail {
 struct pipeline_config {
   std::size_t workers = 1, prefetch = 1, streams = 1, max_held = 2;
   std::size_t chunk_records = 16;
+  // Cut worker tasks where the source's decode unit changes (decode_unit_source, sequential
+  // order, automatic task size): a task runs on past chunk_records to the end of its unit.
+  bool unit_tasks = false;
   std::uint64_t epochs = 0;  // 0 = unlimited
   slot_layout layout;
   std::size_t record_bytes = 0;  // fixed size, 0 when variable
