@@ -400,6 +400,9 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
   }
 
   // The batch in host slot s is complete: apply the policy, move it to the target, deliver.
+  // Once its copy is queued the host slot belongs to the planner again (reclaim() hands it back
+  // as soon as the copy has run, possibly before this returns): after submit_copy nothing here
+  // reads or writes `slot`.
   void finish(std::size_t s, std::stop_token st) {
     host_slot& slot = slots_[s];
     ready_entry e;
@@ -415,7 +418,8 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
     e.records = slot.records;
     e.data_bytes = slot.data_bytes;
     bool copy_queued = false;
-    if (!slot.error) {
+    e.error = slot.error;
+    if (!e.error) {
       try {
         if (engine_) {
           auto d = free_device_.pop(st);
@@ -427,14 +431,13 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
           cfg_.hook(host_view(s), nullptr);
         }
       } catch (...) {
-        slot.error = std::current_exception();
+        e.error = std::current_exception();
       }
     }
-    e.error = slot.error;
     if (e.error) {
       e.records = e.data_bytes = 0;
       if (e.has_device) {
-        if (copy_queued) engine_->abandon(e.device, stream_of(slot));
+        if (copy_queued) engine_->abandon(e.device, stream_of(e.sequence));
         free_device_.try_push(e.device);
         e.has_device = false;
       }
@@ -447,20 +450,22 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
     ready_cv_.notify_all();
   }
 
-  std::size_t stream_of(const host_slot& slot) const noexcept {
-    return static_cast<std::size_t>(slot.sequence % cfg_.streams);
+  std::size_t stream_of(std::uint64_t sequence) const noexcept {
+    return static_cast<std::size_t>(sequence % cfg_.streams);
   }
 
   // One H2D copy of metadata + records, the hook's work, then the ready event, all on one stream.
-  void submit(host_slot& slot, std::size_t d, bool& copy_queued) {
-    std::byte* base = slot.buffer.data();
+  // Everything needed after the copy is queued is read from the slot before it (see finish()).
+  void submit(const host_slot& slot, std::size_t d, bool& copy_queued) {
+    const std::byte* base = slot.buffer.data();
+    const std::size_t stream = stream_of(slot.sequence);
+    const std::size_t records = slot.records, data_bytes = slot.data_bytes;
     std::memcpy(mirrors_[d].data(), base, cfg_.layout.data_offset());  // host metadata copy
-    const std::size_t bytes = cfg_.layout.data_offset() + slot.data_bytes;
-    engine_->submit_copy(d, stream_of(slot), base, bytes, slot_index(slot));
+    const std::size_t bytes = cfg_.layout.data_offset() + data_bytes;
+    engine_->submit_copy(d, stream, base, bytes, slot_index(slot));
     copy_queued = true;
-    if (cfg_.hook)
-      engine_->run_hook(stream_of(slot), cfg_.hook, device_view(d, slot.records, slot.data_bytes));
-    engine_->mark_ready(d, stream_of(slot));
+    if (cfg_.hook) engine_->run_hook(stream, cfg_.hook, device_view(d, records, data_bytes));
+    engine_->mark_ready(d, stream);
   }
 
   std::size_t slot_index(const host_slot& slot) const noexcept {
