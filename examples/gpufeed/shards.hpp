@@ -38,14 +38,8 @@ inline bool has_hdf5_signature(const std::string& path, std::uint64_t size) {
 
 inline bool is_lmdb(const std::string& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    const int e = errno;
-    error_context c = file_ctx(path);
-    c.api = "stat";
-    c.status = e;
-    c.status_text = std::strerror(e);
-    throw io_error("cannot open shard", std::move(c));
-  }
+  if (::stat(path.c_str(), &st) != 0)
+    throw io_error("cannot open shard", os_call_context(path, "stat", errno));
   if (S_ISDIR(st.st_mode)) {
     struct stat d {};
     const std::string data = path + "/data.mdb";

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <source_location>
 #include <stdexcept>
@@ -40,6 +41,19 @@ struct error_context {
   // context happened to be default-constructed).
   std::optional<std::source_location> where;
 };
+
+// The context of a failed OS call on `file`: the call's name, its errno and errno's text.
+//   throw io_error("cannot open shard", os_call_context(path, "open", errno));
+inline error_context os_call_context(std::string file, std::string api, int err,
+                                     std::optional<std::uint64_t> record = std::nullopt) {
+  error_context c;
+  c.file = std::move(file);
+  c.record = record;
+  c.api = std::move(api);
+  c.status = err;
+  c.status_text = std::strerror(err);
+  return c;
+}
 
 class error : public std::runtime_error {
  public:

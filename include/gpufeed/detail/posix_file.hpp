@@ -11,7 +11,6 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -98,13 +97,7 @@ class posix_file {
   }
   [[noreturn]] void throw_errno(const std::string& what, const char* api, int e,
                                 std::optional<std::uint64_t> record = std::nullopt) const {
-    error_context ctx;
-    ctx.file = path_;
-    ctx.record = record;
-    ctx.api = api;
-    ctx.status = e;
-    ctx.status_text = std::strerror(e);
-    throw io_error(what, std::move(ctx));
+    throw io_error(what, os_call_context(path_, api, e, record));
   }
 
   int fd_ = -1;

@@ -79,16 +79,6 @@ inline file_listing list_data_files(const std::filesystem::path& p, std::size_t 
   return out;
 }
 
-inline io_error file_error(const std::string& what, const std::filesystem::path& file,
-                           const char* api, int err) {
-  error_context ctx;
-  ctx.file = file.string();
-  ctx.api = api;
-  ctx.status = err;
-  ctx.status_text = std::strerror(err);
-  return io_error(what, std::move(ctx));
-}
-
 // Owns a file descriptor.
 class unique_fd {
  public:
@@ -171,7 +161,7 @@ inline read_pass read_sequential(const std::vector<data_file>& files, std::uint6
       r.direct_refusal = "open(O_DIRECT) returned EINVAL for " + f.path.string();
       fd = ::open(f.path.c_str(), flags);
     }
-    if (fd < 0) throw file_error("cannot open a data file to measure its read rate", f.path, "open", errno);
+    if (fd < 0) throw io_error("cannot open a data file to measure its read rate", os_call_context(f.path.string(), "open", errno));
     auto owner = std::make_unique<unique_fd>(fd);
     for (;;) {
       const std::uint64_t left = max_bytes - r.bytes;
@@ -185,12 +175,12 @@ inline read_pass read_sequential(const std::vector<data_file>& files, std::uint6
         r.direct = file_direct = false;
         r.direct_refusal = "read() with O_DIRECT returned EINVAL for " + f.path.string();
         owner = std::make_unique<unique_fd>(::open(f.path.c_str(), flags));
-        if (owner->get() < 0) throw file_error("cannot reopen a data file", f.path, "open", errno);
+        if (owner->get() < 0) throw io_error("cannot reopen a data file", os_call_context(f.path.string(), "open", errno));
         if (::lseek(owner->get(), at < 0 ? 0 : at, SEEK_SET) < 0)
-          throw file_error("cannot seek in a data file", f.path, "lseek", errno);
+          throw io_error("cannot seek in a data file", os_call_context(f.path.string(), "lseek", errno));
         continue;
       }
-      if (got < 0) throw file_error("cannot read a data file", f.path, "read", errno);
+      if (got < 0) throw io_error("cannot read a data file", os_call_context(f.path.string(), "read", errno));
       if (got == 0) break;
       r.bytes += std::min<std::uint64_t>(static_cast<std::uint64_t>(got), left);
     }

@@ -13,7 +13,6 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <string>
@@ -55,13 +54,8 @@ inline shard open_shard(const std::filesystem::path& path, unsigned max_readers,
   fs::path data = path / "data.mdb";
   unsigned flags = MDB_RDONLY | MDB_NOTLS | MDB_NORDAHEAD;
   if (immutable) flags |= MDB_NOLOCK;
-  if (!fs::exists(st)) {
-    error_context c = file_context(path.string());
-    c.api = "stat";
-    c.status = ENOENT;
-    c.status_text = std::strerror(ENOENT);
-    throw io_error("LMDB shard does not exist", std::move(c));
-  }
+  if (!fs::exists(st))
+    throw io_error("LMDB shard does not exist", os_call_context(path.string(), "stat", ENOENT));
   if (fs::is_regular_file(st)) {
     data = path;
     if (path.filename() == "data.mdb") {

@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdint>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -41,11 +40,7 @@ inline error_context file_ctx(const fs::path& p) {
 
 [[noreturn]] inline void throw_errno(const std::string& what, const fs::path& p, const char* api,
                                      int e) {
-  error_context c = file_ctx(p);
-  c.api = api;
-  c.status = e;
-  c.status_text = std::strerror(e);
-  throw io_error(what, std::move(c));
+  throw io_error(what, os_call_context(p.string(), api, e));
 }
 
 // True when `p` (absolute, lexically normal) lies inside `root` (same form) or is root itself.
@@ -96,13 +91,7 @@ inline void walk(const fs::path& dir, const fs::path& canonical_root, const std:
       out.push_back({p, name});
     } else if (fs::is_symlink(lst)) {
       const fs::file_status st = fs::status(p, ec);
-      if (ec || !fs::exists(st)) {
-        error_context c = file_ctx(p);
-        c.api = "stat";
-        c.status = ENOENT;
-        c.status_text = std::strerror(ENOENT);
-        throw io_error("symbolic link points to nothing", std::move(c));
-      }
+      if (ec || !fs::exists(st)) throw_errno("symbolic link points to nothing", p, "stat", ENOENT);
       if (!fs::is_regular_file(st)) continue;  // directories (no loops) and special files
       const fs::path target = fs::canonical(p, ec);
       if (ec) throw_fs("cannot resolve a symbolic link", p, "realpath", ec);
@@ -180,14 +169,7 @@ inline std::vector<list_entry> parse_list(const std::string& text, const fs::pat
 
 inline std::string read_text_file(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
-  if (!in) {
-    const int e = errno;
-    error_context c = file_ctx(p);
-    c.api = "open";
-    c.status = e;
-    c.status_text = std::strerror(e);
-    throw io_error("cannot open the list file", std::move(c));
-  }
+  if (!in) throw_errno("cannot open the list file", p, "open", errno);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) throw io_error("cannot read the list file", file_ctx(p));
   return text;

@@ -18,7 +18,6 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -53,15 +52,8 @@ struct pack_plan {
 // or is not a regular file (a FIFO or device would block or never end).
 inline std::uint64_t input_size(const std::filesystem::path& p) {
   struct stat st {};
-  if (::stat(p.c_str(), &st) != 0) {
-    const int e = errno;
-    error_context c;
-    c.file = p.string();
-    c.api = "stat";
-    c.status = e;
-    c.status_text = std::strerror(e);
-    throw io_error("cannot read input file", std::move(c));
-  }
+  if (::stat(p.c_str(), &st) != 0)
+    throw io_error("cannot read input file", os_call_context(p.string(), "stat", errno));
   if (!S_ISREG(st.st_mode)) {
     error_context c;
     c.file = p.string();

@@ -67,12 +67,10 @@ struct batch_data {
 [[noreturn]] inline void input_fail(const std::string& what, const std::filesystem::path& p,
                                     const char* api = nullptr, int e = 0) {
   error_context c;
-  c.file = p.string();
-  if (api) {
-    c.api = api;
-    c.status = e;
-    c.status_text = std::strerror(e);
-  }
+  if (api)
+    c = os_call_context(p.string(), api, e);
+  else
+    c.file = p.string();
   throw io_error(what, std::move(c));
 }
 
