@@ -161,7 +161,7 @@ void run_inspect(const inspect_args& a) {
     } else {
       if (a.datum)
         throw config_error("--datum reads LMDB values as Caffe Datum; this is an HDF5 file",
-                           file_ctx(p));
+                           file_context(p));
       // The source first: its errors say best what is wrong with a damaged file.
       hdf5_options ho;
       ho.dataset = a.dataset;

@@ -16,12 +16,6 @@
 
 namespace gpufeed::cli {
 
-inline error_context file_ctx(const std::string& p) {
-  error_context c;
-  c.file = p;
-  return c;
-}
-
 // HDF5 files start with this signature at byte 0, 512, 1024, 2048, ... (after a user block).
 inline bool has_hdf5_signature(const std::string& path, std::uint64_t size) {
   static const char sig[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
@@ -45,12 +39,12 @@ inline bool is_lmdb(const std::string& path) {
     const std::string data = path + "/data.mdb";
     if (::stat(data.c_str(), &d) == 0 && S_ISREG(d.st_mode)) return true;
     throw format_error("not a shard: a directory without data.mdb (not an LMDB environment)",
-                       file_ctx(path));
+                       file_context(path));
   }
   if (S_ISREG(st.st_mode) && has_hdf5_signature(path, static_cast<std::uint64_t>(st.st_size)))
     return false;
   throw format_error("not a shard: neither an HDF5 file nor an LMDB environment directory",
-                     file_ctx(path));
+                     file_context(path));
 }
 
 // The shards directly under `dir` (HDF5 files and LMDB environment directories), sorted by name;
@@ -67,7 +61,7 @@ inline std::vector<std::string> shards_under(const std::string& dir, bool& lmdb)
     }
   }
   if (!h5.empty() && !mdb.empty())
-    throw format_error("the directory holds both HDF5 and LMDB shards", file_ctx(dir));
+    throw format_error("the directory holds both HDF5 and LMDB shards", file_context(dir));
   lmdb = !mdb.empty();
   auto& out = lmdb ? mdb : h5;
   std::sort(out.begin(), out.end());

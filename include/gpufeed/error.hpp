@@ -25,6 +25,7 @@
 #include <source_location>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <utility>
 
 namespace gpufeed {
@@ -42,6 +43,13 @@ struct error_context {
   std::optional<std::source_location> where;
 };
 
+// The context of a failure that concerns one file and nothing more specific.
+inline error_context file_context(std::string file) {
+  error_context c;
+  c.file = std::move(file);
+  return c;
+}
+
 // The context of a failed OS call on `file`: the call's name, its errno and errno's text.
 //   throw io_error("cannot open shard", os_call_context(path, "open", errno));
 inline error_context os_call_context(std::string file, std::string api, int err,
@@ -52,6 +60,16 @@ inline error_context os_call_context(std::string file, std::string api, int err,
   c.api = std::move(api);
   c.status = err;
   c.status_text = std::strerror(err);
+  return c;
+}
+
+// The same for a std::filesystem call that reported `ec`.
+inline error_context os_call_context(std::string file, std::string api, const std::error_code& ec) {
+  error_context c;
+  c.file = std::move(file);
+  c.api = std::move(api);
+  c.status = ec.value();
+  c.status_text = ec.message();
   return c;
 }
 

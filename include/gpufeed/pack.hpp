@@ -104,7 +104,7 @@ inline std::vector<pack_input> list_directory(const std::filesystem::path& root,
         throw config_error(
             "labels come from subdirectories, but this file is directly in the "
             "input directory",
-            detail::pack::file_ctx(f.path));
+            file_context(f.path));
       const auto it = std::lower_bound(labels.begin(), labels.end(), f.name.substr(0, slash));
       in.label = static_cast<std::int64_t>(it - labels.begin());
     }

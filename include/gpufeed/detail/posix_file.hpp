@@ -38,9 +38,7 @@ class posix_file {
     }
     if (!S_ISREG(st.st_mode)) {
       close();
-      error_context ctx;
-      ctx.file = path_;
-      throw io_error("not a regular file", std::move(ctx));
+      throw io_error("not a regular file", file_context(path_));
     }
     size_ = static_cast<std::uint64_t>(st.st_size);
   }

@@ -55,14 +55,7 @@ inline file_listing list_data_files(const std::filesystem::path& p, std::size_t 
     return out;
   }
   fs::recursive_directory_iterator it(p, fs::directory_options::skip_permission_denied, ec), end;
-  if (ec) {
-    error_context ctx;
-    ctx.file = p.string();
-    ctx.api = "opendir";
-    ctx.status = ec.value();
-    ctx.status_text = ec.message();
-    throw io_error("cannot list the data directory", std::move(ctx));
-  }
+  if (ec) throw io_error("cannot list the data directory", os_call_context(p.string(), "opendir", ec));
   for (; it != end; it.increment(ec)) {
     if (ec) break;
     std::error_code fec;

@@ -55,18 +55,14 @@ inline dtype_info describe_dtype(hid_t ftype, const std::string& file, const std
   const H5T_class_t cls = H5Tget_class(ftype);
   const std::size_t fsize = H5Tget_size(ftype);
   if (cls != H5T_INTEGER && cls != H5T_FLOAT) {
-    error_context ctx;
-    ctx.file = file;
     throw unsupported_error(what + " has a " + type_class_name(cls) +
                                 " datatype; gpufeed reads integer and floating-point datasets",
-                            std::move(ctx));
+                            file_context(file));
   }
   if (fsize != 1 && fsize != 2 && fsize != 4 && fsize != 8) {
-    error_context ctx;
-    ctx.file = file;
     throw unsupported_error(what + " has " + std::to_string(fsize) +
                                 "-byte elements; gpufeed reads elements of 1, 2, 4 or 8 bytes",
-                            std::move(ctx));
+                            file_context(file));
   }
   dtype_info d;
   if (cls == H5T_INTEGER)

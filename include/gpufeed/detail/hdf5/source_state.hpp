@@ -63,12 +63,10 @@ struct source_state {
       auto value_type = [](const std::string& t) { return t.substr(0, t.find(' ')); };
       if (d.layout != d0.layout || (!s.blob && (value_type(d.dtype) != value_type(d0.dtype) ||
                                                 !same_rows || s.element_size != s0.element_size))) {
-        error_context ctx;
-        ctx.file = s.path;
         throw format_error("shard does not match the first shard '" + s0.path + "' (" + d.layout +
                                " " + d.dtype + " vs " + d0.layout + " " + d0.dtype +
                                ", or a different row shape)",
-                           std::move(ctx));
+                           file_context(s.path));
       }
       first.push_back(first.back() + s.records);
       key_base.push_back(key_base.back() + (s.kind == read_kind::chunked ? s.grid.chunk_count : 0));

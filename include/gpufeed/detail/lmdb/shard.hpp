@@ -36,12 +36,6 @@ struct shard {
   region valid;               // bytes keys and values may point into (set by the scan)
 };
 
-inline error_context file_context(const std::string& file) {
-  error_context c;
-  c.file = file;
-  return c;
-}
-
 // Opens the environment at `path`: a directory holding data.mdb (+ lock.mdb), the data.mdb file
 // itself, or any other file, opened as a MDB_NOSUBDIR environment.
 inline shard open_shard(const std::filesystem::path& path, unsigned max_readers, bool immutable) {

@@ -23,19 +23,9 @@ namespace gpufeed::detail::pack {
 
 namespace fs = std::filesystem;
 
-inline error_context file_ctx(const fs::path& p) {
-  error_context c;
-  c.file = p.string();
-  return c;
-}
-
 [[noreturn]] inline void throw_fs(const std::string& what, const fs::path& p, const char* api,
                                   const std::error_code& ec) {
-  error_context c = file_ctx(p);
-  c.api = api;
-  c.status = ec.value();
-  c.status_text = ec.message();
-  throw io_error(what, std::move(c));
+  throw io_error(what, os_call_context(p.string(), api, ec));
 }
 
 [[noreturn]] inline void throw_errno(const std::string& what, const fs::path& p, const char* api,
@@ -100,7 +90,7 @@ inline void walk(const fs::path& dir, const fs::path& canonical_root, const std:
                                target.string() +
                                "'); pack reads only what lies under the directory it is given: "
                                "name files elsewhere in a list file instead",
-                           file_ctx(p));
+                           file_context(p));
       out.push_back({p, name});
     }
     // FIFOs, sockets and devices are not data (and opening a FIFO would block): skipped.
@@ -115,7 +105,7 @@ inline std::vector<listed_file> list_files(const fs::path& root) {
     if (!ec) ec = std::make_error_code(std::errc::no_such_file_or_directory);
     throw_fs("input directory does not exist", root, "stat", ec);
   }
-  if (!fs::is_directory(st)) throw config_error("input is not a directory", file_ctx(root));
+  if (!fs::is_directory(st)) throw config_error("input is not a directory", file_context(root));
   const fs::path canonical_root = fs::canonical(root, ec);
   if (ec) throw_fs("cannot resolve the input directory", root, "realpath", ec);
   std::vector<listed_file> files;
@@ -132,7 +122,7 @@ struct list_entry {
 };
 
 [[noreturn]] inline void list_fail(const fs::path& list, std::size_t line, const std::string& why) {
-  throw format_error("list file line " + std::to_string(line) + ": " + why, file_ctx(list));
+  throw format_error("list file line " + std::to_string(line) + ": " + why, file_context(list));
 }
 
 inline std::vector<list_entry> parse_list(const std::string& text, const fs::path& list) {
@@ -171,7 +161,7 @@ inline std::string read_text_file(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   if (!in) throw_errno("cannot open the list file", p, "open", errno);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw io_error("cannot read the list file", file_ctx(p));
+  if (in.bad()) throw io_error("cannot read the list file", file_context(p));
   return text;
 }
 

@@ -156,11 +156,7 @@ class lmdb_shard_writer {
   }
 
  private:
-  error_context context() const {
-    error_context c;
-    c.file = file_;
-    return c;
-  }
+  error_context context() const { return file_context(file_); }
   void check(int rc, const char* api, const char* what) const {
     if (rc != MDB_SUCCESS) lmdb::throw_status(rc, api, what, context());
   }

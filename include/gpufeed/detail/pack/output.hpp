@@ -109,7 +109,7 @@ inline void prepare_out_dir(const fs::path& out, const std::string& prefix, bool
   std::error_code ec;
   const fs::file_status st = fs::status(out, ec);
   if (fs::exists(st) && !fs::is_directory(st))
-    throw config_error("the output path exists and is not a directory", file_ctx(out));
+    throw config_error("the output path exists and is not a directory", file_context(out));
   if (!fs::exists(st)) {
     fs::create_directories(out, ec);
     if (ec) throw_fs("cannot create the output directory", out, "mkdir", ec);
@@ -124,13 +124,13 @@ inline void prepare_out_dir(const fs::path& out, const std::string& prefix, bool
     throw config_error(
         "the output directory is not empty; use force (gpufeed pack --force) to "
         "replace the shards and manifest an earlier pack wrote there",
-        file_ctx(out));
+        file_context(out));
   for (const fs::path& p : entries)
     if (classify(p, prefix) == entry_kind::conflict)
       throw config_error(
           "the output directory holds an entry with a name pack uses that pack "
           "did not write; remove or rename it",
-          file_ctx(p));
+          file_context(p));
   for (const fs::path& p : entries) {
     const entry_kind k = classify(p, prefix);
     if (k == entry_kind::own_file) fs::remove(p, ec);

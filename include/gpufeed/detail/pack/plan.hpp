@@ -55,9 +55,7 @@ inline std::uint64_t input_size(const std::filesystem::path& p) {
   if (::stat(p.c_str(), &st) != 0)
     throw io_error("cannot read input file", os_call_context(p.string(), "stat", errno));
   if (!S_ISREG(st.st_mode)) {
-    error_context c;
-    c.file = p.string();
-    throw io_error("input is not a regular file", std::move(c));
+    throw io_error("input is not a regular file", file_context(p.string()));
   }
   return static_cast<std::uint64_t>(st.st_size);
 }

@@ -40,15 +40,15 @@ inline void check_options(const std::vector<pack_input>& inputs, const pack_opti
       throw config_error(
           "pack: either every input has a label or none has; this one differs "
           "from the first",
-          file_ctx(in.path));
+          file_context(in.path));
     if (in.name.find('\0') != std::string::npos)
-      throw config_error("pack: an input name contains a NUL byte", file_ctx(in.path));
+      throw config_error("pack: an input name contains a NUL byte", file_context(in.path));
     if (o.lmdb_datum && labels &&
         (*in.label < std::numeric_limits<std::int32_t>::min() ||
          *in.label > std::numeric_limits<std::int32_t>::max()))
       throw config_error(
           "pack: a Caffe Datum label is an int32; this one is " + std::to_string(*in.label),
-          file_ctx(in.path));
+          file_context(in.path));
   }
 }
 
