@@ -300,30 +300,25 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
   }
 
   // The batch's worker tasks, into tasks_: chunk_records positions each, or with unit_tasks,
-  // at least that many and on to where the source's decode unit changes (at most 8 x
-  // chunk_records, so a huge chunk still spreads over workers; each decodes it once).
+  // at least that many and on while the next record shares the last one's decode unit (at most
+  // 8 x chunk_records, so a huge chunk still spreads over workers; each decodes it once). Units
+  // are asked for only past chunk_records: two calls per task where no run continues.
   void split_tasks(std::size_t s, const host_slot& slot) {
     tasks_.clear();
     const std::size_t n = slot.records, step = cfg_.chunk_records;
-    if constexpr (decode_unit_source<Source>) {
-      if (cfg_.unit_tasks) {
-        const std::uint64_t* idx = slot_layout::indices(slot.buffer.data(), cfg_.layout);
-        std::size_t begin = 0;
-        std::uint64_t unit = n ? source_.decode_unit(idx[0]) : 0;
-        for (std::size_t k = 1; k < n; ++k) {
-          const std::uint64_t u = source_.decode_unit(idx[k]);
-          const std::size_t len = k - begin;
-          if ((len >= step && u != unit) || len >= 8 * step) {
-            tasks_.push_back(chunk_task{s, begin, k});
-            begin = k;
-          }
-          unit = u;
+    for (std::size_t begin = 0; begin < n;) {
+      std::size_t end = std::min(n, begin + step);
+      if constexpr (decode_unit_source<Source>) {
+        if (cfg_.unit_tasks && end < n) {
+          const std::uint64_t* idx = slot_layout::indices(slot.buffer.data(), cfg_.layout);
+          const std::uint64_t unit = source_.decode_unit(idx[end - 1]);
+          const std::size_t cap = std::min(n, begin + 8 * step);
+          while (end < cap && source_.decode_unit(idx[end]) == unit) ++end;
         }
-        if (n) tasks_.push_back(chunk_task{s, begin, n});
-        return;
       }
+      tasks_.push_back(chunk_task{s, begin, end});
+      begin = end;
     }
-    for (std::size_t b = 0; b < n; b += step) tasks_.push_back(chunk_task{s, b, std::min(n, b + step)});
   }
 
   void plan(host_slot& slot) {
