@@ -8,6 +8,8 @@
 
 #include "gpufeed/loader.hpp"
 #include "memory_source.hpp"
+#include "mock_engine.hpp"
+#include "watchdog.hpp"
 
 using namespace gpufeed;
 using test::memory_source;
@@ -198,4 +200,50 @@ TEST_CASE("moving a loader keeps it running") {
   int n = 1;
   while (auto x = b.next()) ++n;
   CHECK(n == 5);
+}
+
+// Regression: a failed batch's slots were returned twice (once when it failed, once when the
+// consumer received the error), so two later batches shared one slot: the consumer hung in
+// next() or received another batch's indices and bytes. Every batch after an error must still be
+// exactly the sequential batch it claims to be, and the epoch must end.
+TEST_CASE("after failed batches the loader neither hangs nor hands out another batch's records") {
+  for (const bool hook_fails : {false, true})
+  for (const bool staged : {false, true}) {  // host target; a transfer engine (device path)
+    CAPTURE(hook_fails);
+    CAPTURE(staged);
+    memory_source src(600, 64);
+    if (!hook_fails) src.fail = [](std::uint64_t i) { return i % 30 == 7; };
+    loader_config c = sequential(10);
+    c.workers = 1;
+    c.prefetch = 2;
+    c.max_held_batches = 1;
+    c.epochs = 3;
+    if (staged) c.target = test::mock_target(std::chrono::microseconds(50));
+    if (hook_fails)
+      c.transform = [](const batch_view& v, stream_handle) {
+        if (v.indices[0] % 30 == 0) throw format_error("transform refused batch");
+      };
+    loader<memory_source> l(src, c);
+    std::vector<std::uint64_t> good, failed;
+    const test::watchdog dog(std::chrono::seconds(60), "next() after a failed batch");
+    for (;;) {
+      try {
+        auto b = l.next();
+        if (!b) break;
+        REQUIRE(b->size() == 10);
+        const std::uint64_t first = b->number() * 10;
+        for (std::size_t k = 0; k < b->size(); ++k) {
+          REQUIRE(b->indices()[k] == first + k);
+          REQUIRE(src.matches(b->indices()[k], b->record(k)));
+        }
+        good.push_back(b->epoch() * 60 + b->number());
+      } catch (const error&) {
+        failed.push_back(l.state().epoch * 60 + l.state().batch);
+      }
+    }
+    // Every third batch holds a failing record (7, 37, ...): batches 0, 3, 6, ... fail.
+    CHECK(failed.size() == 60);
+    CHECK(good.size() == 120);
+    for (std::size_t k = 1; k < good.size(); ++k) CHECK(good[k] > good[k - 1]);
+  }
 }

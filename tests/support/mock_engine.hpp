@@ -1,8 +1,8 @@
 // A transfer engine for host-only tests: "device" slots are host buffers and copies run on one
 // background thread that takes a set time per copy, like a saturated copy engine. Like the CUDA
-// engine it never blocks its callers: consumer_acquire returns at once (a real consumer's stream
-// would wait on the device), and the staging token comes back through reclaim() once the copy
-// is done.
+// engine it never blocks the pipeline's threads; consumer_acquire waits for the slot's copy, as a
+// consumer's stream would wait on the device; the staging token comes back through reclaim()
+// once the copy is done.
 #pragma once
 
 #include <chrono>
@@ -62,7 +62,17 @@ class mock_engine final : public transfer_engine {
   }
   void mark_ready(std::size_t, std::size_t) override {}
   void abandon(std::size_t, std::size_t) noexcept override {}
-  void consumer_acquire(std::size_t, stream_handle) override {}
+  // The consumer reads device slots on the host here, so acquiring one waits for its copy (a
+  // real consumer's stream would wait on the ready event instead).
+  void consumer_acquire(std::size_t d, stream_handle) override {
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [&] {
+      if (busy_ && busy_slot_ == d) return false;
+      for (const job& j : jobs_)
+        if (j.d == d) return false;
+      return true;
+    });
+  }
   void consumer_release(std::size_t, stream_handle) noexcept override {}
   void drain() noexcept override {
     std::unique_lock lock(mutex_);
@@ -95,6 +105,7 @@ class mock_engine final : public transfer_engine {
       job j = jobs_.front();
       jobs_.pop_front();
       busy_ = true;
+      busy_slot_ = j.d;
       lock.unlock();
       const auto t0 = std::chrono::steady_clock::now();
       std::memcpy(slots_[j.d].data(), j.staging, j.bytes);
@@ -122,6 +133,7 @@ class mock_engine final : public transfer_engine {
   std::deque<job> jobs_;
   std::vector<std::size_t> done_;
   bool busy_ = false;
+  std::size_t busy_slot_ = 0;
   transfer_counters counters_;
   std::size_t span_capacity_ = 0;
   std::vector<copy_span> spans_;

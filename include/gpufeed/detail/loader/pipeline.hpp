@@ -144,10 +144,8 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
       const std::int64_t end = now_ns();
       consumer_track().add("wait for batch", end - static_cast<std::int64_t>(waited), end, e.sequence);
     }
-    if (e.error) {
-      release_slots(e.has_device, e.device, e.host, cfg_.consumer);
-      std::rethrow_exception(e.error);
-    }
+    // A failed batch holds no slot: finish() returned its host and device slots when it failed.
+    if (e.error) std::rethrow_exception(e.error);
     return make_batch(std::move(e));
   }
 
@@ -397,7 +395,8 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
   // The batch in host slot s is complete: apply the policy, move it to the target, deliver.
   // Once its copy is queued the host slot belongs to the planner again (reclaim() hands it back
   // as soon as the copy has run, possibly before this returns): after submit_copy nothing here
-  // reads or writes `slot`.
+  // reads or writes `slot`. A batch that fails gives its slots back here, and only here: its
+  // ready entry carries the error and owns no slot.
   void finish(std::size_t s, std::stop_token st) {
     host_slot& slot = slots_[s];
     ready_entry e;

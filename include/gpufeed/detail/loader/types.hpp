@@ -54,7 +54,7 @@ struct host_slot {
 };
 
 struct ready_entry {
-  std::size_t host = 0;      // host slot (host target, or for an errored batch)
+  std::size_t host = 0;      // host slot (host target; none once the batch has failed)
   std::size_t device = 0;    // device slot (device target)
   bool has_device = false;
   std::uint64_t sequence = 0;
