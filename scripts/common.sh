@@ -1,5 +1,6 @@
 # Sourced by run.sh and test.sh: configure and build one build tree.
 #   gpufeed_build <build-dir> [extra cmake args...]
+# GPUFEED_TARGETS (space-separated) builds only those targets; unset builds everything.
 gpufeed_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 gpufeed_jobs=$(nproc 2>/dev/null || echo 2)
 gpufeed_cuda_args=()
@@ -13,5 +14,7 @@ gpufeed_build() {
     "${gpufeed_cuda_args[@]}" "$@" >"$dir/configure.log" 2>&1 ||
     { cat "$dir/configure.log"; return 1; }
   grep -E "gpufeed" "$dir/configure.log" || true
-  cmake --build "$dir" -j "$gpufeed_jobs"
+  local targets=()
+  for t in ${GPUFEED_TARGETS:-}; do targets+=(--target "$t"); done
+  cmake --build "$dir" -j "$gpufeed_jobs" "${targets[@]}"
 }

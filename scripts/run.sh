@@ -4,6 +4,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bash "$here/setup.sh"
 source "$here/common.sh"
-gpufeed_build "$gpufeed_root/build" -DGPUFEED_BUILD_TESTS=OFF
+# Only the main job's program is built; the build tree is the one test.sh uses, with the same
+# settings, so the two commands run in either order without reconfiguring each other.
+GPUFEED_TARGETS=train_loop gpufeed_build "$gpufeed_root/build"
 cd "$gpufeed_root"
 "$gpufeed_root/build/examples/train_loop" "$@"
