@@ -12,6 +12,9 @@
 #include <vector>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
+// Optional, defined by targets whose seeds are all valid inputs: nonzero when a seed is rejected.
+extern "C" __attribute__((weak)) int gpufeed_fuzz_check_seed(const std::uint8_t* data,
+                                                             std::size_t size);
 
 namespace {
 std::uint64_t next(std::uint64_t& s) {  // splitmix64
@@ -43,6 +46,10 @@ int main(int argc, char** argv) {
   for (const auto& f : files) {
     std::ifstream in(f, std::ios::binary);
     const std::vector<std::uint8_t> seed{std::istreambuf_iterator<char>(in), {}};
+    if (gpufeed_fuzz_check_seed && gpufeed_fuzz_check_seed(seed.data(), seed.size()) != 0) {
+      std::fprintf(stderr, "%s: seed %s is rejected\n", argv[0], f.string().c_str());
+      return 1;
+    }
     run(seed);
     ++runs;
     for (int m = 0; m < mutations_per_seed; ++m) {

@@ -5,7 +5,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <numeric>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "gpufeed/hdf5_source.hpp"
@@ -93,6 +97,34 @@ std::uint64_t epoch_tasks(const hdf5_source& src, const three_shards& d, loader_
   return tasks;
 }
 
+// Counts chunk decodes per (file, chunk address) while alive, through the record reader's
+// observation point.
+class decode_counter {
+ public:
+  decode_counter() { detail::hdf5::chunk_decode_observer.store(&observe); }
+  ~decode_counter() { detail::hdf5::chunk_decode_observer.store(nullptr); }
+  decode_counter(const decode_counter&) = delete;
+  decode_counter& operator=(const decode_counter&) = delete;
+
+  static std::map<std::pair<std::string, std::uint64_t>, unsigned> take() {
+    std::lock_guard lock(mutex_);
+    return std::exchange(counts_, {});
+  }
+
+ private:
+  static void observe(const detail::hdf5::shard_index& s,
+                      const detail::hdf5::chunk_entry& c) noexcept {
+    std::lock_guard lock(mutex_);
+    ++counts_[{s.path, c.address}];
+  }
+  static inline std::mutex mutex_;
+  static inline std::map<std::pair<std::string, std::uint64_t>, unsigned> counts_;
+};
+
+// three_shards' compressed chunks: shard 0 has 7 (100 rows each), shard 2 has 8 x 2 (64 rows,
+// two chunks across a row).
+constexpr std::size_t compressed_chunks = 7 + 8 * 2;
+
 }  // namespace
 
 TEST_CASE("decode_unit: one unit per compressed chunk of rows, distinct across shards") {
@@ -149,7 +181,11 @@ TEST_CASE("sequential loader: tasks end at chunk boundaries, every byte delivere
   const std::uint64_t by_count = epoch_tasks(src, d, fixed);
   // 6 batches: 5 of 256 and one of 220; each cut every 64 positions.
   CHECK(by_count == 5 * 4 + 4);
-  CHECK(by_unit < by_count);
+  // On chunk boundaries (a task runs past 64 records to its chunk's end, never past the batch's),
+  // batch by batch: [0,100) [100,200) [200,256) | [256,400) [400,500) [500,512) | [512,600)
+  // [600,700) [700,764) [764,768) | 4 x 64 to 1024 | [1024,1128) [1128,1192) [1192,1256)
+  // [1256,1280) | [1280,1384) [1384,1448) [1448,1500): 3 + 3 + 4 + 4 + 4 + 3.
+  CHECK(by_unit == 21);
   MESSAGE("worker tasks per epoch: " << by_unit << " on chunk boundaries, " << by_count
                                      << " every 64 records");
 
@@ -157,6 +193,54 @@ TEST_CASE("sequential loader: tasks end at chunk boundaries, every byte delivere
   loader_config shuffled = sequential(256);
   shuffled.order = sample_order::shuffled;
   CHECK(epoch_tasks(src, d, shuffled) == by_count);
+}
+
+TEST_CASE("sequential loader, automatic tasks: each compressed chunk is decoded once per epoch") {
+  three_shards d;
+  hdf5_source src(d.paths);
+  for (std::size_t workers : {2, 3, 4}) {
+    // One batch holds the epoch, so no chunk straddles two batches: every chunk's rows are in
+    // one worker task, and a fresh loader's readers have nothing cached. A chunk cut across two
+    // tasks is decoded twice whenever the two tasks run on different workers.
+    for (int run = 0; run < 3; ++run) {
+      loader_config c = sequential(2048);
+      c.workers = workers;
+      const decode_counter counter;
+      {
+        loader<hdf5_source> l(src, c);
+        std::vector<std::uint64_t> seen;
+        drain(l, d, seen);
+        check_exactly_once(std::move(seen), src.size());
+      }
+      const auto counts = decode_counter::take();
+      CHECK(counts.size() == compressed_chunks);
+      std::size_t not_once = 0;
+      for (const auto& [chunk, n] : counts) not_once += n != 1;
+      CHECK_MESSAGE(not_once == 0, workers << " workers: " << not_once
+                                           << " chunks decoded more than once");
+    }
+  }
+  // Batches of 256: a chunk inside one batch is decoded once; one straddling two batches (rows
+  // 200..299, 500..599; shard 2's chunks at 1000..1063 and 1256..1319, two each) at most once
+  // per batch touching it.
+  for (int run = 0; run < 3; ++run) {
+    const decode_counter counter;
+    {
+      loader_config c = sequential(256);
+      c.workers = 4;
+      loader<hdf5_source> l(src, c);
+      std::vector<std::uint64_t> seen;
+      drain(l, d, seen);
+    }
+    const auto counts = decode_counter::take();
+    CHECK(counts.size() == compressed_chunks);
+    unsigned decodes = 0;
+    for (const auto& [chunk, n] : counts) {
+      CHECK(n <= 2);
+      decodes += n;
+    }
+    CHECK(decodes <= compressed_chunks + 6);
+  }
 }
 
 TEST_CASE("sequential loader over ranks: a rank's block starts mid-chunk, bytes still exact") {

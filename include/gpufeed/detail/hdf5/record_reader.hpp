@@ -8,6 +8,7 @@
 // one compressed chunk cost one decode.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -118,6 +119,13 @@ class chunk_cache {
   std::unordered_map<std::uint64_t, std::size_t> map_;
 };
 
+// Test-only observation point: when set, called once per chunk decode (read and filters undone)
+// with the shard and the chunk, from the decoding thread. Tests count decodes per chunk with it
+// (each chunk decoded once per epoch in sequential order). Unset: one relaxed load per decoded
+// chunk, nothing per record.
+using chunk_decode_hook = void (*)(const shard_index&, const chunk_entry&) noexcept;
+inline std::atomic<chunk_decode_hook> chunk_decode_observer{nullptr};
+
 class record_reader {
  public:
   explicit record_reader(std::size_t cache_capacity = 1) : cache_(cache_capacity) {}
@@ -208,6 +216,7 @@ class record_reader {
   // Reads chunk c and undoes its filters into `out` (exactly chunk_bytes long).
   void decode(const shard_index& s, const chunk_entry& c, const coords& g, std::span<std::byte> out,
               std::uint64_t global) {
+    if (const auto hook = chunk_decode_observer.load(std::memory_order_relaxed)) hook(s, c);
     if (s.unfiltered(c)) {  // size == chunk_bytes, checked at open
       s.file.read_exact(out.data(), out.size(), c.address, global);
       return;
