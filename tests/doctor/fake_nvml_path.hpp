@@ -1,6 +1,6 @@
 // Where the fake NVML library (fake_nvml.cpp) is: where the build put it (GPUFEED_FAKE_NVML), or,
 // for test programs copied elsewhere (scripts/gpu-bundle.sh), next to the test program or in
-// ../lib beside it. "" when it is nowhere: the tests that need it then say so and return.
+// ../lib beside it. "" when it is nowhere: the tests that need it then fail, saying so.
 #pragma once
 
 #include <unistd.h>
@@ -25,11 +25,10 @@ inline std::string fake_nvml_path() {
 
 }  // namespace gpufeed::test
 
-// In a test case: binds `name` to the fake NVML's path, or says why and leaves the test case.
-#define GPUFEED_FAKE_NVML_OR_RETURN(name)                                                        \
+// In a test case: binds `name` to the fake NVML's path, or fails the test case saying where it
+// was looked for (the build always makes it; a bundle that lacks it is incomplete).
+#define GPUFEED_FAKE_NVML_OR_FAIL(name)                                                          \
   const std::string name = ::gpufeed::test::fake_nvml_path();                                  \
-  if (name.empty()) {                                                                          \
-    MESSAGE("fake NVML library not found (" GPUFEED_FAKE_NVML                                  \
-            "); copy it next to this test program to run this test case");                     \
-    return;                                                                                    \
-  }
+  if (name.empty())                                                                            \
+  FAIL("fake NVML library not found (" GPUFEED_FAKE_NVML                                       \
+       ", nor next to this test program or in ../lib beside it): copy it there")

@@ -118,7 +118,7 @@ TEST_CASE("versions: runtime and driver CUDA versions are reported") {
 }
 
 TEST_CASE("fake NVML: idle link below its maximum is called normal; throttle words") {
-  GPUFEED_FAKE_NVML_OR_RETURN(fake);
+  GPUFEED_FAKE_NVML_OR_FAIL(fake);
   const auto r = run(fake);
   const auto& nvml = get(r, "gpu.nvml");
   CHECK(has(nvml.summary, "sees 1 GPU"));
@@ -138,7 +138,7 @@ TEST_CASE("fake NVML: idle link below its maximum is called normal; throttle wor
 }
 
 TEST_CASE("fake NVML: a slot that limits the link, a power cap, silence") {
-  GPUFEED_FAKE_NVML_OR_RETURN(fake);
+  GPUFEED_FAKE_NVML_OR_FAIL(fake);
   SUBCASE("link limited below what the GPU supports") {
     env_var link("GPUFEED_FAKE_NVML_LINK", "4,16,4,16,5");
     const auto r = run(fake);

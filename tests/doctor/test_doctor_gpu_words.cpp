@@ -121,7 +121,7 @@ TEST_CASE("h2d check: facts per size, numbers, small-copy advice, slowest of sev
 }
 
 TEST_CASE("pcie check: at maximum, trained below it, and a lagging reading") {
-  GPUFEED_FAKE_NVML_OR_RETURN(fake);
+  GPUFEED_FAKE_NVML_OR_FAIL(fake);
   const dd::nvml_api nvml(fake);  // the checks only ask it whether it started
   REQUIRE(nvml.ok());
   const auto handle = nvml.by_index(0);  // a probe without an NVML handle has no link readings
@@ -159,7 +159,7 @@ TEST_CASE("pcie check: at maximum, trained below it, and a lagging reading") {
 }
 
 TEST_CASE("throttle check reads the reasons seen under a copy") {
-  GPUFEED_FAKE_NVML_OR_RETURN(fake);
+  GPUFEED_FAKE_NVML_OR_FAIL(fake);
   const dd::nvml_api nvml(fake);
   auto p = h200();
   p.nvml = nvml.by_index(0);

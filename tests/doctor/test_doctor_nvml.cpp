@@ -45,7 +45,7 @@ TEST_CASE("NVML absent: not found, every query answers nothing") {
 }
 
 TEST_CASE("NVML through a fake library: readings, the old throttle name, unsupported fields") {
-  GPUFEED_FAKE_NVML_OR_RETURN(fake);
+  GPUFEED_FAKE_NVML_OR_FAIL(fake);
   dd::nvml_api n(fake);
   REQUIRE(n.ok());
   CHECK(n.driver_version() == "999.88.77");
@@ -71,7 +71,7 @@ TEST_CASE("NVML through a fake library: readings, the old throttle name, unsuppo
 }
 
 TEST_CASE("NVML that fails to start says why") {
-  GPUFEED_FAKE_NVML_OR_RETURN(fake);
+  GPUFEED_FAKE_NVML_OR_FAIL(fake);
   SUBCASE("driver/library version mismatch") {
     env_var rc("GPUFEED_FAKE_NVML_INIT", "18");
     dd::nvml_api n(fake);

@@ -16,6 +16,7 @@
 #include "gpufeed/loader.hpp"
 #include "h5_writer.hpp"
 #include "hdf5_test_util.hpp"
+#include "sequential_check.hpp"
 #include "test_util.hpp"
 
 using namespace gpufeed;
@@ -240,6 +241,22 @@ TEST_CASE("sequential loader, automatic tasks: each compressed chunk is decoded 
       decodes += n;
     }
     CHECK(decodes <= compressed_chunks + 6);
+  }
+}
+
+TEST_CASE("sequential order through the loader: 0..n-1 each epoch, bytes exact, any workers") {
+  three_shards d;
+  hdf5_source src(d.paths);
+  for (const std::size_t workers : {1, 2, 4, 7}) {
+    CAPTURE(workers);
+    loader_config c = sequential(200);
+    c.workers = workers;
+    c.epochs = 2;
+    loader<hdf5_source> l(src, c);
+    test::check_sequential_epochs(l, src.size(), 2, [&](std::uint64_t i, auto bytes) {
+      const auto& want = d.expected[static_cast<std::size_t>(i)];
+      return bytes.size() == want.size() && std::equal(want.begin(), want.end(), bytes.begin());
+    });
   }
 }
 

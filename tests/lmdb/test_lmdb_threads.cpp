@@ -3,13 +3,16 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <cstring>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "gpufeed/lmdb_source.hpp"
+#include "gpufeed/loader.hpp"
 #include "lmdb_test_util.hpp"
+#include "sequential_check.hpp"
 #include "test_util.hpp"
 
 using namespace gpufeed;
@@ -89,4 +92,25 @@ TEST_CASE("reader idle()/renew cycles keep returning the right bytes") {
   auto moved = std::move(r);  // a reader moves with its transactions
   moved.read(5, buf);
   CHECK(std::memcmp(buf.data(), f.values[5].data(), f.values[5].size()) == 0);
+}
+
+TEST_CASE("sequential order through the loader: 0..n-1 each epoch, bytes exact, any workers") {
+  const fixture f;
+  const lmdb_source s(f.paths);
+  REQUIRE(s.size() == f.values.size());
+  for (const std::size_t workers : {1, 2, 4, 7}) {
+    CAPTURE(workers);
+    loader_config c;
+    c.batch_size = 48;  // 800 records: the last batch of each epoch is short
+    c.order = sample_order::sequential;
+    c.part = partition{};
+    c.workers = workers;
+    c.chunk_records = 5;
+    c.epochs = 2;
+    loader<lmdb_source> l(s, c);
+    test::check_sequential_epochs(l, s.size(), 2, [&](std::uint64_t i, auto bytes) {
+      const std::string& want = f.values[static_cast<std::size_t>(i)];
+      return bytes.size() == want.size() && std::memcmp(bytes.data(), want.data(), want.size()) == 0;
+    });
+  }
 }

@@ -8,6 +8,7 @@
 
 #include "gpufeed/loader.hpp"
 #include "memory_source.hpp"
+#include "sequential_check.hpp"
 
 using namespace gpufeed;
 using test::memory_source;
@@ -83,6 +84,25 @@ TEST_CASE("fixed-size records: every record exactly once per epoch, fresh order 
   std::uint64_t read_by_workers = 0;
   for (const auto& w : s.workers) read_by_workers += w.records;
   CHECK(read_by_workers >= 3000);  // the planner may run ahead into epoch 4
+}
+
+TEST_CASE("sequential order through the loader: 0..n-1 each epoch, bytes exact, any workers") {
+  for (const std::size_t fixed : {std::size_t{96}, std::size_t{0}}) {
+    const memory_source src(1001, fixed, 700);  // 1001: the last batch of each epoch is short
+    for (const std::size_t workers : {1, 2, 3, 5}) {
+      CAPTURE(fixed);
+      CAPTURE(workers);
+      loader_config c = base_config(64);
+      c.order = sample_order::sequential;
+      c.workers = workers;
+      c.chunk_records = 7;  // several tasks per batch, finishing in any order
+      c.epochs = 2;
+      loader<memory_source> l(src, c);
+      test::check_sequential_epochs(l, src.size(), 2, [&](std::uint64_t i, auto bytes) {
+        return src.matches(i, bytes);
+      });
+    }
+  }
 }
 
 TEST_CASE("variable-size records: bytes and offsets exact") {

@@ -2,11 +2,14 @@
 // the Chrome trace must parse and carry the expected tracks.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "gpufeed/loader.hpp"
 #include "gpufeed/verdict.hpp"
@@ -153,26 +156,42 @@ TEST_CASE("the Chrome trace parses and has a track per worker, planner, consumer
   c.streams = 2;
   c.target = test::mock_target(100us);
   c.epochs = 1;
+  const auto started = std::chrono::steady_clock::now();
   loader<test::memory_source> l(src, c);
   std::size_t batches = 0;
   while (auto b = l.next()) ++batches;
   std::ostringstream os;
   l.write_trace(os);
+  const double lifetime_us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - started).count();
   const auto j = nlohmann::json::parse(os.str());
   REQUIRE(j.contains("traceEvents"));
   std::map<int, std::string> names;
   std::map<std::string, std::size_t> counts;
   double last_end = 0;
+  std::vector<std::pair<double, double>> consumer;  // the consumer's events: [ts, ts + dur)
   for (const auto& e : j["traceEvents"]) {
     if (e["ph"] == "M" && e["name"] == "thread_name")
       names[e["tid"].get<int>()] = e["args"]["name"].get<std::string>();
     if (e["ph"] == "X") {
-      CHECK(e["ts"].get<double>() >= 0);
-      CHECK(e["dur"].get<double>() >= 0);
-      last_end = std::max(last_end, e["ts"].get<double>() + e["dur"].get<double>());
-      counts[names.at(e["tid"].get<int>()) + "/" + e["name"].get<std::string>()] += 1;
+      const double ts = e["ts"].get<double>(), dur = e["dur"].get<double>();
+      // Inside the loader's life (timestamps count from its construction, in microseconds).
+      CHECK(ts >= 0);
+      CHECK(dur >= 0);
+      CHECK(ts + dur <= lifetime_us + 1);
+      last_end = std::max(last_end, ts + dur);
+      const std::string track = names.at(e["tid"].get<int>());
+      counts[track + "/" + e["name"].get<std::string>()] += 1;
+      if (track == "consumer") consumer.emplace_back(ts, ts + dur);
     }
   }
+  // One thread's waits and holds follow each other: they never overlap (1 us of rounding).
+  std::sort(consumer.begin(), consumer.end());
+  std::size_t overlaps = 0;
+  for (std::size_t k = 1; k < consumer.size(); ++k)
+    overlaps += consumer[k].first + 1 < consumer[k - 1].second;
+  CHECK(consumer.size() == 2 * batches);
+  CHECK(overlaps == 0);
   std::set<std::string> tracks;
   for (auto& [tid, name] : names) tracks.insert(name);
   CHECK(tracks == std::set<std::string>{"worker 0", "worker 1", "worker 2", "planner", "consumer",
@@ -181,7 +200,9 @@ TEST_CASE("the Chrome trace parses and has a track per worker, planner, consumer
   CHECK(counts["consumer/consume"] == batches);
   CHECK(counts["planner/plan"] >= batches);
   // Copies still running when the trace is written are not in it (at most prefetch + held).
-  CHECK(counts["stream 0 (H2D)/H2D copy"] + counts["stream 1 (H2D)/H2D copy"] + 6 >= batches);
+  const std::size_t copies = counts["stream 0 (H2D)/H2D copy"] + counts["stream 1 (H2D)/H2D copy"];
+  CHECK(copies <= batches);
+  CHECK(copies + 6 >= batches);
   CHECK(counts["stream 0 (H2D)/H2D copy"] > 0);
   CHECK(counts["stream 1 (H2D)/H2D copy"] > 0);
   std::size_t reads = 0;

@@ -18,6 +18,7 @@
 #include "gpufeed/cuda/normalize.cuh"
 #include "gpufeed/cuda/stream.hpp"
 #include "gpufeed/cuda/transform.hpp"
+#include "test_skip.hpp"
 
 // Inside namespace gpufeed: `cuda::` then names gpufeed::cuda, not CCCL's ::cuda.
 namespace gpufeed {
@@ -315,10 +316,9 @@ TEST_CASE("normalize: more than 2^32 elements (64-bit indexing), sampled") {
   REQUIRE(elems > 0xffffffffull);
   std::size_t free_bytes = 0, total = 0;
   GPUFEED_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total));
-  if (free_bytes < elems * 3 + (std::uint64_t{1} << 30)) {
-    MESSAGE("skipped: needs " << (elems * 3 >> 30) << " GiB of free device memory");
-    return;
-  }
+  if (free_bytes < elems * 3 + (std::uint64_t{1} << 30))
+    GPUFEED_SKIP_TEST("needs " << ((elems * 3 >> 30) + 1) << " GiB of free device memory, "
+                               << (free_bytes >> 30) << " GiB free");
   cuda::device_buffer din(elems), dout(elems * sizeof(__half));
   fill_synthetic<<<1024, 256>>>(din.as<std::uint8_t>(), elems);
   GPUFEED_CUDA_TRY(cudaGetLastError());

@@ -24,11 +24,17 @@ int main() {
   gpufeed::thread_pool pool(2);
   const int v = pool.submit([] { return 21 * 2; }).get();
   if (v != 42) return 1;
-  // The loader on the host target over a tiny in-memory source.
+  // The loader on the host target over a tiny in-memory source: record i holds the 8 bytes of
+  // i * 3 + 1, label 100 + i. Each record's bytes and label are checked, and each index once.
   struct numbers {
     std::uint64_t size() const { return 100; }
     std::size_t record_size(std::uint64_t) const { return 8; }
-    void read(std::uint64_t i, std::span<std::byte> dst) const { std::memcpy(dst.data(), &i, 8); }
+    bool has_labels() const { return true; }
+    std::int64_t label(std::uint64_t i) const { return 100 + static_cast<std::int64_t>(i); }
+    void read(std::uint64_t i, std::span<std::byte> dst) const {
+      const std::uint64_t x = i * 3 + 1;
+      std::memcpy(dst.data(), &x, 8);
+    }
   } src;
   gpufeed::loader_config c;
   c.batch_size = 10;
@@ -36,10 +42,23 @@ int main() {
   c.slot_data_bytes = 80;
   c.part = gpufeed::partition{};
   gpufeed::loader<numbers> feed(src, c);
-  std::uint64_t sum = 0;
-  while (auto b = feed.next())
-    for (auto i : b->indices()) sum += i;
-  if (sum != 4950) return 1;
+  bool seen[100] = {};
+  std::size_t records = 0;
+  while (auto b = feed.next()) {
+    for (std::size_t k = 0; k < b->size(); ++k, ++records) {
+      const std::uint64_t i = b->indices()[k];
+      const auto bytes = b->record(k);
+      std::uint64_t x = 0;
+      if (i >= 100 || seen[i] || bytes.size() != 8) return 1;
+      seen[i] = true;
+      std::memcpy(&x, bytes.data(), 8);
+      if (x != i * 3 + 1 || b->labels()[k] != src.label(i)) {
+        std::printf("record %llu: wrong bytes or label\n", static_cast<unsigned long long>(i));
+        return 1;
+      }
+    }
+  }
+  if (records != 100) return 1;
 #ifdef GPUFEED_CONSUMER_HAS_CUDA
   std::string why;
   const gpufeed::target t = gpufeed::cuda::device_or_host(0, &why);
