@@ -1,6 +1,9 @@
 # gpufeed_bench_smoke: runs `gpufeed-bench --tiny --quick --target host --json` and checks that
-# stdout is a JSON array whose objects all carry the issue's fields, and that the run produced
-# the naive, gpufeed, limit, first-batch and pinned-epochs cases.
+# stdout is a JSON array whose objects all carry the issue's fields with sane values (every
+# measured case: records, seconds and rates positive, bytes = records x record size for fixed-size
+# records, stall fraction in [0, 1]; a first batch holds batch_size records, or the whole source
+# when smaller; pinned_epochs read whole epochs), and that the run produced the naive, gpufeed,
+# limit, first-batch and pinned-epochs cases.
 #   cmake -DBENCH=<gpufeed-bench> -DDATA_DIR=<dir> -P smoke_test.cmake
 cmake_minimum_required(VERSION 3.25)
 execute_process(
@@ -31,6 +34,50 @@ foreach(i RANGE ${last})
   endforeach()
   string(JSON l GET "${out}" ${i} loader)
   string(JSON c GET "${out}" ${i} case)
+  if(l STREQUAL "naive" OR l STREQUAL "gpufeed" OR l MATCHES "^limit:")
+    string(JSON records GET "${out}" ${i} records)
+    string(JSON seconds GET "${out}" ${i} seconds)
+    string(JSON rps GET "${out}" ${i} records_per_s)
+    string(JSON gbps GET "${out}" ${i} gb_per_s)
+    string(JSON stall GET "${out}" ${i} stall_fraction)
+    if(NOT records GREATER 0 OR NOT seconds GREATER 0 OR NOT rps GREATER 0 OR NOT gbps GREATER 0)
+      message(FATAL_ERROR "case ${c}: records ${records}, seconds ${seconds}, records/s ${rps}, "
+                          "GB/s ${gbps}: each must be positive")
+    endif()
+    if(stall LESS 0 OR stall GREATER 1)
+      message(FATAL_ERROR "case ${c}: stall fraction ${stall} outside [0, 1]")
+    endif()
+    string(JSON rec_bytes GET "${out}" ${i} record_bytes)
+    string(JSON bytes ERROR_VARIABLE berr GET "${out}" ${i} bytes)
+    string(JSON format ERROR_VARIABLE ferr GET "${out}" ${i} format)
+    if(NOT berr AND rec_bytes GREATER 0 AND NOT format STREQUAL "lmdb")
+      math(EXPR want "${records} * ${rec_bytes}")
+      if(NOT bytes EQUAL want)
+        message(FATAL_ERROR "case ${c}: ${bytes} bytes for ${records} records of ${rec_bytes}")
+      endif()
+    endif()
+    if(c MATCHES "^first_batch/")
+      string(JSON batch GET "${out}" ${i} batch_size)
+      string(JSON source_records GET "${out}" ${i} source_records)
+      set(want ${batch})
+      if(source_records LESS batch)
+        set(want ${source_records})
+      endif()
+      if(NOT records EQUAL want)
+        message(FATAL_ERROR "case ${c}: a first batch of ${records} records, asked ${want}")
+      endif()
+    endif()
+    if(c MATCHES "^pinned_epochs/.*/([0-9]+)$")
+      set(epochs ${CMAKE_MATCH_1})
+      string(JSON batches GET "${out}" ${i} batches)
+      math(EXPR per_epoch "${records} / ${epochs}")
+      math(EXPR whole "${per_epoch} * ${epochs}")
+      if(NOT whole EQUAL records OR batches LESS epochs)
+        message(FATAL_ERROR "case ${c}: ${records} records in ${batches} batches are not "
+                            "${epochs} whole epochs")
+      endif()
+    endif()
+  endif()
   list(APPEND loaders "${l}")
   list(APPEND cases "${c}")
   if(c MATCHES "^overlap/")
@@ -60,4 +107,4 @@ foreach(prefix "gpufeed/hdf5/" "gpufeed/hdf5-deflate/" "gpufeed/lmdb/" "overlap/
     message(FATAL_ERROR "no case named ${prefix}... in the output")
   endif()
 endforeach()
-message(STATUS "gpufeed-bench smoke: ${n} cases, all fields present")
+message(STATUS "gpufeed-bench smoke: ${n} cases, all fields present, values sane")

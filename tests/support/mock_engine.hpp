@@ -57,22 +57,24 @@ class mock_engine final : public transfer_engine {
     done_.clear();
     return n;
   }
-  void run_hook(std::size_t, const transform_hook& hook, const batch_view& view) override {
+  // The hook reads the device slot on the host here, so it first waits for the copies queued on
+  // its stream (on a device its kernels would be queued behind them on that stream).
+  void run_hook(std::size_t stream, const transform_hook& hook, const batch_view& view) override {
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [&] {
+      if (busy_ && busy_stream_ == stream) return false;
+      for (const job& j : jobs_)
+        if (j.stream == stream) return false;
+      return true;
+    });
+    lock.unlock();
     hook(view, nullptr);
   }
   void mark_ready(std::size_t, std::size_t) override {}
   void abandon(std::size_t, std::size_t) noexcept override {}
   // The consumer reads device slots on the host here, so acquiring one waits for its copy (a
   // real consumer's stream would wait on the ready event instead).
-  void consumer_acquire(std::size_t d, stream_handle) override {
-    std::unique_lock lock(mutex_);
-    cv_.wait(lock, [&] {
-      if (busy_ && busy_slot_ == d) return false;
-      for (const job& j : jobs_)
-        if (j.d == d) return false;
-      return true;
-    });
-  }
+  void consumer_acquire(std::size_t d, stream_handle) override { wait_for_copy(d); }
   void consumer_release(std::size_t, stream_handle) noexcept override {}
   void drain() noexcept override {
     std::unique_lock lock(mutex_);
@@ -97,6 +99,17 @@ class mock_engine final : public transfer_engine {
     std::size_t bytes;
     std::size_t token;
   };
+  // Returns once no copy into device slot d is queued or running.
+  void wait_for_copy(std::size_t d) {
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [&] {
+      if (busy_ && busy_slot_ == d) return false;
+      for (const job& j : jobs_)
+        if (j.d == d) return false;
+      return true;
+    });
+  }
+
   void run(std::stop_token st) {
     std::unique_lock lock(mutex_);
     for (;;) {
@@ -106,6 +119,7 @@ class mock_engine final : public transfer_engine {
       jobs_.pop_front();
       busy_ = true;
       busy_slot_ = j.d;
+      busy_stream_ = j.stream;
       lock.unlock();
       const auto t0 = std::chrono::steady_clock::now();
       std::memcpy(slots_[j.d].data(), j.staging, j.bytes);
@@ -133,7 +147,7 @@ class mock_engine final : public transfer_engine {
   std::deque<job> jobs_;
   std::vector<std::size_t> done_;
   bool busy_ = false;
-  std::size_t busy_slot_ = 0;
+  std::size_t busy_slot_ = 0, busy_stream_ = 0;
   transfer_counters counters_;
   std::size_t span_capacity_ = 0;
   std::vector<copy_span> spans_;
