@@ -211,3 +211,31 @@ TEST_CASE("filter names and parameters are reported") {
   CHECK(hdf5_source(fixtures() / "blosc_lz4_shuffle_rows.h5").shards()[0].filters ==
         std::vector<std::string>{"blosc"});
 }
+
+// Run alone (its own ctest entry), before anything in the process initialises HDF5: HDF5 reads
+// HDF5_PLUGIN_PATH once, and the path then replaces the default plugin directory.
+TEST_CASE("a filter whose plugin is found only through HDF5_PLUGIN_PATH reads through H5Dread" *
+          doctest::skip(std::getenv("GPUFEED_TEST_PLUGIN_PATH_CASE") == nullptr)) {
+  const fs::path& fx = fixtures();
+  fs::path plugin;  // the LZF plugin (Debian's bitshuffle package), copied to a private directory
+  for (const auto& lib : fs::directory_iterator("/usr/lib"))
+    if (fs::exists(lib.path() / "hdf5/serial/plugins/libh5LZF.so"))
+      plugin = lib.path() / "hdf5/serial/plugins/libh5LZF.so";
+  REQUIRE_MESSAGE(!plugin.empty(), "libh5LZF.so not found (Debian package bitshuffle)");
+  gpufeed::test::temp_dir dir("h5plugins");
+  fs::copy_file(plugin, dir / "libh5LZF.so");
+  REQUIRE(setenv("HDF5_PLUGIN_PATH", dir.path().c_str(), 1) == 0);
+
+  hdf5_source src(fx / "lzf.h5");
+  unsigned entries = 0;
+  REQUIRE(H5PLsize(&entries) >= 0);
+  REQUIRE(entries == 1);  // the default directory is no longer searched
+  std::vector<char> first(4096);
+  REQUIRE(H5PLget(0, first.data(), first.size()) > 0);
+  CHECK(fs::path(first.data()) == dir.path());
+  const auto& info = src.shards()[0];
+  CHECK(info.read_path == hdf5_read_path::h5dread_fallback);
+  CHECK(info.fallback_reason.find("lzf") != std::string::npos);
+  CHECK(info.fallback_reason.find("plugin missing") == std::string::npos);
+  CHECK(gpufeed::test::count_mismatches(src, expected_rows("lzf", 64 * 4)) == 0);
+}
