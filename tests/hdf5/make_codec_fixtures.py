@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the codec tests' HDF5 fixtures with h5py, as users write them.
 
-usage: make_codec_fixtures.py OUT_DIR
+usage: make_codec_fixtures.py OUT_DIR [SCALE]   (SCALE: rows x SCALE, for bench/codec_bench)
 
 For each codec and layout, OUT_DIR/<name>.h5 holds float32 dataset "data", and OUT_DIR/<name>.raw
 holds the bytes h5py itself reads back from that file (for the plugin filters h5py decodes,
@@ -25,11 +25,12 @@ except ImportError as e:  # the test reports it as skipped, with this message
     sys.exit(77)
 
 out = sys.argv[1]
+scale = int(sys.argv[2]) if len(sys.argv) > 2 else 1
 os.makedirs(out, exist_ok=True)
 
 # Layouts: "span": one row spans 16 chunks; "rows": one chunk holds 50 rows (the last chunk a
 # partial edge chunk).
-LAYOUTS = {"span": ((40, 2048), (8, 128)), "rows": ((310, 64), (50, 64))}
+LAYOUTS = {"span": ((40 * scale, 2048), (8, 128)), "rows": ((310 * scale, 64), (50, 64))}
 
 
 def data(shape, seed):
