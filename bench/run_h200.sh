@@ -36,7 +36,7 @@ step() {  # step NAME SECONDS COMMAND... (stdout: the caller redirects; stderr: 
   rc[$name]=$?
   echo "===== $name: exit ${rc[$name]} after $((SECONDS - t0)) s" >>"$log"
 }
-{ date -u; nproc; free -g | head -2; nvidia-smi -L 2>&1; } >>"$log"
+{ date -u; nproc; free -g | head -2; df -h /dev/shm /tmp; nvidia-smi -L 2>&1; } >>"$log" 2>&1
 
 common=(--data-dir "$data" --record-sizes 16384 --formats hdf5,lmdb "${extra[@]}")
 step prepare 150 "${cxx[@]}" "$bin/gpufeed-bench" "${common[@]}" --prepare-only >>"$log"

@@ -188,8 +188,8 @@ def make_runner(args, device):  # noqa: C901 (the torch side, imported only when
     def run(cfg):
         common = dict(num_workers=cfg.workers, pin_memory=cfg.pin and device.type == "cuda",
                       persistent_workers=cfg.persistent)
-        if cfg.workers > 0:
-            common["prefetch_factor"] = cfg.prefetch
+        if cfg.workers > 0:  # a worker that dies (e.g. /dev/shm full) raises within 60 s
+            common.update(prefetch_factor=cfg.prefetch, timeout=60)
         if cfg.mode == "per-sample":
             loader = DataLoader(ds, batch_size=batch, shuffle=True, drop_last=True, **common)
         elif cfg.mode == "sorted-batch":
@@ -341,7 +341,14 @@ def main():
             print(f"{str(cfg):<50} skipped: the time budget is spent", file=sys.stderr)
             return None
         t0 = time.perf_counter()
-        r = run(cfg)
+        try:
+            r = run(cfg)
+        except Exception as e:  # noqa: BLE001 (a failed configuration is a result, not the end)
+            print(f"{str(cfg):<50} failed: {type(e).__name__}: {e}", file=sys.stderr)
+            results.append({"case": f"pytorch/failed/{cfg.mode}/w{cfg.workers}/pf{cfg.prefetch}",
+                            "loader": "pytorch", "config": str(cfg), "error": f"{e}"})
+            slowest.append(time.perf_counter() - t0)
+            return None
         slowest.append(time.perf_counter() - t0)
         measured[cfg.key()] = (cfg, r)
         results.append(r)
@@ -374,7 +381,12 @@ def main():
             if reps and left() < max(slowest):
                 print("repeats cut short: the time budget is spent", file=sys.stderr)
                 break
-            reps.append(run(cfg))
+            try:
+                reps.append(run(cfg))
+            except Exception as e:  # noqa: BLE001
+                print(f"repeat of {cfg} failed: {type(e).__name__}: {e}", file=sys.stderr)
+        if not reps:
+            reps = [top[1]]  # the sweep's own run, when every repeat failed
         med = median_of(reps)
         results.append(med)
         print(f"best shuffled: {cfg}: median {med['median_gb_per_s']:.3f} GB/s "
