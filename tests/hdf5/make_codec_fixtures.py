@@ -29,8 +29,10 @@ scale = int(sys.argv[2]) if len(sys.argv) > 2 else 1
 os.makedirs(out, exist_ok=True)
 
 # Layouts: "span": one row spans 16 chunks; "rows": one chunk holds 50 rows (the last chunk a
-# partial edge chunk).
-LAYOUTS = {"span": ((40 * scale, 2048), (8, 128)), "rows": ((310 * scale, 64), (50, 64))}
+# partial edge chunk); "odd": chunks of 13 x 37 = 481 elements, so Bitshuffle's last block is
+# partial and leaves 481 % 8 elements stored raw.
+LAYOUTS = {"span": ((40 * scale, 2048), (8, 128)), "rows": ((310 * scale, 64), (50, 64)),
+           "odd": ((103 * scale, 37), (13, 37))}
 
 
 def data(shape, seed):
@@ -47,6 +49,8 @@ def h5py_codecs():
         "lz4": dict(**hdf5plugin.LZ4(nbytes=1024)),  # small blocks: several per chunk
         "bitshuffle_lz4": dict(**hdf5plugin.Bitshuffle(nelems=0, cname="lz4")),
         "bitshuffle_none": dict(**hdf5plugin.Bitshuffle(nelems=0, cname="none")),
+        "bitshuffle_lz4_b64": dict(**hdf5plugin.Bitshuffle(nelems=64, cname="lz4")),
+        "bitshuffle_none_b64": dict(**hdf5plugin.Bitshuffle(nelems=64, cname="none")),
         "blosc_lz4_shuffle": dict(**b(cname="lz4", clevel=5, shuffle=b.SHUFFLE)),
         "blosc_zstd_bitshuffle": dict(**b(cname="zstd", clevel=3, shuffle=b.BITSHUFFLE)),
         "blosc_blosclz_noshuffle": dict(**b(cname="blosclz", clevel=5, shuffle=b.NOSHUFFLE)),

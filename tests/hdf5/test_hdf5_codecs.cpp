@@ -52,7 +52,7 @@ std::vector<std::string> fixture_names() {
   std::ifstream m(fixtures() / "manifest.txt");
   std::vector<std::string> names;
   for (std::string n; m >> n;) names.push_back(n);
-  REQUIRE(names.size() == 20);  // 10 codec settings x 2 layouts
+  REQUIRE(names.size() == 36);  // 12 codec settings x 3 layouts
   return names;
 }
 
@@ -70,7 +70,8 @@ std::vector<std::vector<std::byte>> expected_rows(const std::string& name, std::
 }
 
 std::size_t row_bytes(const std::string& name) {
-  return name.ends_with("_span") ? 2048 * 4 : 64 * 4;
+  if (name.ends_with("_span")) return 2048 * 4;
+  return name.ends_with("_odd") ? 37 * 4 : 64 * 4;
 }
 
 // One epoch through the loader: every record exactly once, each with h5py's bytes.
