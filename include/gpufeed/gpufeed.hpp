@@ -4,9 +4,11 @@
 #pragma once
 
 #include "gpufeed/batch.hpp"
+#include "gpufeed/batch_view.hpp"
 #include "gpufeed/bounded_queue.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/loader.hpp"
+#include "gpufeed/loader_config.hpp"
 #include "gpufeed/memory.hpp"
 #include "gpufeed/sampler.hpp"
 #include "gpufeed/source.hpp"
