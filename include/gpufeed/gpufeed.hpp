@@ -14,5 +14,4 @@
 #include "gpufeed/source.hpp"
 #include "gpufeed/stats.hpp"
 #include "gpufeed/target.hpp"
-#include "gpufeed/thread_pool.hpp"
 #include "gpufeed/verdict.hpp"
