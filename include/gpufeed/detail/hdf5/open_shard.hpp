@@ -10,6 +10,7 @@
 #include <hdf5.h>
 
 #include <array>
+#include <cstring>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -116,6 +117,18 @@ inline std::vector<std::int64_t> read_labels(hid_t file_id, const std::string& n
   return read_1d<std::int64_t>(d.get(), H5T_NATIVE_INT64, n, file, name);
 }
 
+// True when the HDF5 signature is at byte 0, 512, 1024, 2048, ... (where HDF5 looks for it).
+// io_error when the file cannot be read.
+inline bool has_hdf5_signature(const posix_file& f) {
+  static constexpr char signature[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
+  for (std::uint64_t at = 0; at + 8 <= f.size(); at = at ? at * 2 : 512) {
+    char got[8];
+    f.read_exact(got, 8, at);
+    if (std::memcmp(got, signature, 8) == 0) return true;
+  }
+  return false;
+}
+
 // Opens and indexes one shard. io_error when the file cannot be opened; format_error when it is
 // not HDF5, lacks a dataset or has inconsistent contents; unsupported_error for a non-numeric
 // dtype; library_error when HDF5 fails otherwise.
@@ -126,8 +139,14 @@ inline shard_index open_shard(const std::filesystem::path& p, const open_request
   const std::string& file = s.path;
 
   library_lock lock;
+  clear_driver_fault();
   if (H5Fis_hdf5(file.c_str()) <= 0) {
     take_error_stack();
+    // H5Fis_hdf5 (through HDF5's own driver) says "no" for a read error too: look for the
+    // signature ourselves, so an I/O error is an io_error and only a file without it is "not HDF5".
+    if (has_hdf5_signature(s.file))
+      throw io_error("HDF5 could not read the superblock of a file with an HDF5 signature",
+                     file_context(file));
     format_fail("not an HDF5 file", file);
   }
   // Opened through index_driver, which reports chunk extents (see index_driver.hpp).
@@ -158,6 +177,7 @@ inline shard_index open_shard(const std::filesystem::path& p, const open_request
              H5Lexists(fid.get(), offsets_name.c_str(), H5P_DEFAULT) > 0) {
     offs = open_dataset(fid.get(), offsets_name, file);
   }
+  rethrow_driver_fault(file, "cannot look up '" + offsets_name + "'");
   take_error_stack();  // H5Lexists may leave entries for missing groups
   s.blob = offs.valid();
   if (s.blob) {
@@ -193,6 +213,7 @@ inline shard_index open_shard(const std::filesystem::path& p, const open_request
     s.h5file = std::move(fid);
     s.dataset = std::move(dset);
     s.memtype = std::move(dt.memtype);
+    s.dataset_name = req.dataset;
     desc.path = 2;
   } else {
     desc.path = (s.swap || !s.pipeline.empty()) ? 1 : 0;
