@@ -127,11 +127,24 @@ inline std::string index_chunks(shard_index& s, hid_t dset, hid_t dcpl, const st
     for (int d = 0; d < s.rank; ++d) origin[d] = offset[d] = pos[d] * g.chunk[d];
     hsize_t stored = 0;
     if (H5Dget_chunk_storage_size(dset, offset.data(), &stored) < 0 || stored == 0) {
+      rethrow_driver_fault(file, "cannot read the chunk index");
       take_error_stack();
       s.chunks.clear();
       return "the chunk at " + coords_text(origin, s.rank) +
              " was never written: HDF5 supplies the fill value";
     }
+    // An unfiltered chunk must hold exactly chunk_bytes: checked before any read of it, so a
+    // damaged size fails here even when the shard then falls back to H5Dread (whose copy of a
+    // short unfiltered chunk over-reads the heap in libhdf5 1.10.8).
+    if (s.pipeline.empty() && stored != g.chunk_bytes)
+      format_fail("unfiltered chunk at " + coords_text(origin, s.rank) + " holds " +
+                      std::to_string(stored) + " bytes, expected " + std::to_string(g.chunk_bytes),
+                  file);
+    if (stored > s.file.size())
+      format_fail("the chunk at " + coords_text(origin, s.rank) + " declares " +
+                      std::to_string(stored) + " stored bytes, more than the file holds (" +
+                      std::to_string(s.file.size()) + " bytes)",
+                  file);
     if (stored > sink_size) {
       sink.reset(new unsigned char[static_cast<std::size_t>(stored)]);
       sink_size = static_cast<std::size_t>(stored);
@@ -143,11 +156,17 @@ inline std::string index_chunks(shard_index& s, hid_t dset, hid_t dcpl, const st
       rc = H5Dread_chunk(dset, H5P_DEFAULT, offset.data(), &mask, sink.get());
     }
     if (rc < 0) {
-      s.chunks.clear();
-      return "HDF5 cannot locate the chunk at " + coords_text(origin, s.rank) + " (" +
-             take_error_stack() + ")";
+      // The index lists this chunk but HDF5 cannot read it (e.g. a v1 B-tree entry whose
+      // address lies past the end of the file): H5Dread would fail every record of the chunk
+      // too, so the shard is refused here, as a chunk past the end is on the pread path.
+      rethrow_driver_fault(file, "cannot read the chunk at " + coords_text(origin, s.rank));
+      throw_hdf5<format_error>("the chunk at " + coords_text(origin, s.rank) +
+                                   " is listed in the chunk index but cannot be read "
+                                   "(damaged index or truncated file)",
+                               file, "H5Dread_chunk", rc);
     }
     if (seen.reads != 1 || seen.size != stored) {  // not the single raw read expected
+      rethrow_driver_fault(file, "cannot read the chunk at " + coords_text(origin, s.rank));
       s.chunks.clear();
       return "the file extent of the chunk at " + coords_text(origin, s.rank) +
              " could not be determined";

@@ -64,10 +64,39 @@ inline std::vector<std::uint64_t> dataset_dims(hid_t dset, const std::string& fi
   return std::vector<std::uint64_t>(d.begin(), d.begin() + rank);
 }
 
-// Reads a whole 1-D integer dataset converted to T (HDF5 converts from the stored type).
+// The most bytes a dataset of a file of `file_size` bytes may declare for what gpufeed holds in
+// memory (a record; blob offsets and labels, which are read whole): 4096 times the file (deflate
+// expands at most ~1032-fold; the spare covers stronger codecs), and at least 64 MiB, so that a
+// small crafted file cannot make gpufeed allocate terabytes before anything is read.
+inline std::uint64_t declared_bytes_limit(std::uint64_t file_size) noexcept {
+  constexpr std::uint64_t floor = std::uint64_t{64} << 20;
+  const std::uint64_t scaled =
+      file_size > (std::numeric_limits<std::uint64_t>::max() >> 12) ? ~std::uint64_t{0}
+                                                                      : file_size << 12;
+  return scaled > floor ? scaled : floor;
+}
+
+// format_error naming file and dataset when `bytes` (what `what` of `name` declares) is past
+// declared_bytes_limit.
+inline void check_declared(std::uint64_t bytes, std::uint64_t file_size, const std::string& file,
+                           const std::string& name, const std::string& what) {
+  const std::uint64_t limit = declared_bytes_limit(file_size);
+  if (bytes > limit)
+    format_fail("dataset '" + name + "' declares " + what + " of " + std::to_string(bytes) +
+                    " bytes, more than a file of " + std::to_string(file_size) +
+                    " bytes can hold (limit " + std::to_string(limit) +
+                    " bytes: 4096 x the file size, at least 64 MiB): damaged or crafted",
+                file);
+}
+
+// Reads a whole 1-D integer dataset converted to T (HDF5 converts from the stored type), after
+// checking its declared size against the file's (check_declared).
 template <class T>
 std::vector<T> read_1d(hid_t dset, hid_t memtype, std::uint64_t n, const std::string& file,
-                       const std::string& name) {
+                       const std::string& name, std::uint64_t file_size) {
+  std::uint64_t bytes = 0;
+  if (__builtin_mul_overflow(n, std::uint64_t{sizeof(T)}, &bytes)) bytes = ~std::uint64_t{0};
+  check_declared(bytes, file_size, file, name, std::to_string(n) + " entries");
   std::vector<T> v(static_cast<std::size_t>(n));
   if (n && H5Dread(dset, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()) < 0)
     throw_hdf5("cannot read dataset '" + name + "'", file, "H5Dread");
@@ -95,7 +124,8 @@ inline std::uint64_t check_1d_integer(hid_t dset, const std::string& file, const
 }
 
 inline std::vector<std::int64_t> read_labels(hid_t file_id, const std::string& name,
-                                             std::uint64_t records, const std::string& file) {
+                                             std::uint64_t records, const std::string& file,
+                                             std::uint64_t file_size) {
   handle d = open_dataset(file_id, name, file);
   const std::uint64_t n = check_1d_integer(d.get(), file, name, false);
   if (n != records)
@@ -105,7 +135,7 @@ inline std::vector<std::int64_t> read_labels(hid_t file_id, const std::string& n
   handle t = checked(H5Dget_type(d.get()), H5Tclose, "H5Dget_type", "no datatype", file);
   if (H5Tget_sign(t.get()) == H5T_SGN_NONE && H5Tget_size(t.get()) >= 8) {
     // uint64 labels above INT64_MAX cannot be widened to int64: refuse rather than clip.
-    const auto u = read_1d<std::uint64_t>(d.get(), H5T_NATIVE_UINT64, n, file, name);
+    const auto u = read_1d<std::uint64_t>(d.get(), H5T_NATIVE_UINT64, n, file, name, file_size);
     std::vector<std::int64_t> v(u.size());
     for (std::size_t i = 0; i < u.size(); ++i) {
       if (u[i] > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
@@ -114,7 +144,7 @@ inline std::vector<std::int64_t> read_labels(hid_t file_id, const std::string& n
     }
     return v;
   }
-  return read_1d<std::int64_t>(d.get(), H5T_NATIVE_INT64, n, file, name);
+  return read_1d<std::int64_t>(d.get(), H5T_NATIVE_INT64, n, file, name, file_size);
 }
 
 // True when the HDF5 signature is at byte 0, 512, 1024, 2048, ... (where HDF5 looks for it).
@@ -186,7 +216,8 @@ inline shard_index open_shard(const std::filesystem::path& p, const open_request
                       std::to_string(s.rank) + "-D " + dt.name,
                   file);
     const std::uint64_t n = check_1d_integer(offs.get(), file, offsets_name, true);
-    s.offsets = read_1d<std::uint64_t>(offs.get(), H5T_NATIVE_UINT64, n, file, offsets_name);
+    s.offsets = read_1d<std::uint64_t>(offs.get(), H5T_NATIVE_UINT64, n, file, offsets_name,
+                                       s.file.size());
     if (auto bad = validate_blob_offsets(s.offsets, dims[0]))
       format_fail(bad->message, file, bad->record);
     s.records = s.offsets.size() - 1;
@@ -199,8 +230,9 @@ inline shard_index open_shard(const std::filesystem::path& p, const open_request
     mul_checked(row, dims[0], file);
     s.row_bytes = s.max_record = static_cast<std::size_t>(row);
   }
+  check_declared(s.max_record, s.file.size(), file, req.dataset, "a record");
   if (!req.label_dataset.empty())
-    s.labels = read_labels(fid.get(), req.label_dataset, s.records, file);
+    s.labels = read_labels(fid.get(), req.label_dataset, s.records, file, s.file.size());
 
   shard_description& desc = s.description;
   desc.layout = s.blob ? "blob" : "fixed";
