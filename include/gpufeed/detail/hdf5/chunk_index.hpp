@@ -193,6 +193,34 @@ inline std::string index_chunks(shard_index& s, hid_t dset, hid_t dcpl, const st
   return {};
 }
 
+// A contiguous or compact dataset's stored size must be what its shape and file type need, and
+// contiguous bytes must lie inside the file — checked for every such dataset, those read through
+// H5Dread too: libhdf5 1.10.8 trusts the layout message, and its H5Dread over-reads the heap
+// (H5VM_memcpyvv) when the stored size or address is damaged (found by fuzz_hdf5_open).
+inline void check_stored_extent(const shard_index& s, hid_t dset, bool compact,
+                                const std::string& file) {
+  const haddr_t addr = compact ? 0 : H5Dget_offset(dset);
+  if (addr == HADDR_UNDEF) {  // never written: HDF5 reads the fill value, not the file
+    take_error_stack();
+    return;
+  }
+  handle ftype = checked(H5Dget_type(dset), H5Tclose, "H5Dget_type", "no datatype", file);
+  std::uint64_t need = H5Tget_size(ftype.get());
+  for (int d = 0; d < s.rank; ++d)
+    if (__builtin_mul_overflow(need, s.dims[d], &need)) format_fail("dataset size overflows", file);
+  const std::uint64_t stored = H5Dget_storage_size(dset);
+  if (stored != need)
+    format_fail(std::string(compact ? "compact" : "contiguous") + " storage holds " +
+                    std::to_string(stored) + " bytes; the shape and type need " +
+                    std::to_string(need) + ": damaged",
+                file);
+  if (!compact && (addr > s.file.size() || need > s.file.size() - addr))
+    format_fail("dataset bytes [" + std::to_string(addr) + ", " + std::to_string(addr + need) +
+                    ") lie past the end of the file (" + std::to_string(s.file.size()) +
+                    " bytes): truncated or damaged",
+                file);
+}
+
 // Decides the read path and builds the index. The caller holds a library_lock.
 inline void index_storage(shard_index& s, hid_t dset, const dtype_info& dt,
                           const std::string& file) {
@@ -223,6 +251,8 @@ inline void index_storage(shard_index& s, hid_t dset, const dtype_info& dt,
     default:
       throw_hdf5("unknown storage layout", file, "H5Pget_layout", layout);
   }
+  if ((layout == H5D_CONTIGUOUS && externals == 0) || layout == H5D_COMPACT)
+    check_stored_extent(s, dset, layout == H5D_COMPACT, file);
   if (layout == H5D_CHUNKED) {
     const std::string filters = read_pipeline(s, dcpl.get(), file);
     if (reason.empty()) reason = filters;
