@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -27,7 +28,10 @@ void run(const std::vector<std::uint8_t>& v) { LLVMFuzzerTestOneInput(v.data(), 
 }  // namespace
 
 int main(int argc, char** argv) {
-  constexpr int mutations_per_seed = 3000;
+  // GPUFEED_FUZZ_MUTATIONS overrides the count for targets whose inputs are slow (each
+  // fuzz_hdf5_open input is a file written and opened with libhdf5).
+  const char* env = std::getenv("GPUFEED_FUZZ_MUTATIONS");
+  const int mutations_per_seed = env ? std::atoi(env) : 3000;
   std::vector<std::filesystem::path> files;
   for (int i = 1; i < argc; ++i) {
     const std::filesystem::path p = argv[i];

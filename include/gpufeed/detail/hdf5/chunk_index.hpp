@@ -153,11 +153,24 @@ inline std::string index_chunks(shard_index& s, hid_t dset, hid_t dcpl, const st
     for (int d = 0; d < s.rank; ++d) origin[d] = offset[d] = pos[d] * g.chunk[d];
     hsize_t stored = 0;
     if (H5Dget_chunk_storage_size(dset, offset.data(), &stored) < 0 || stored == 0) {
+      rethrow_driver_fault(file, "cannot read the chunk index");
       take_error_stack();
       s.chunks.clear();
       return "the chunk at " + coords_text(origin, s.rank) +
              " was never written: HDF5 supplies the fill value";
     }
+    // An unfiltered chunk must hold exactly chunk_bytes: checked before any read of it, so a
+    // damaged size fails here even when the shard then falls back to H5Dread (whose copy of a
+    // short unfiltered chunk over-reads the heap in libhdf5 1.10.8).
+    if (s.pipeline.empty() && stored != g.chunk_bytes)
+      format_fail("unfiltered chunk at " + coords_text(origin, s.rank) + " holds " +
+                      std::to_string(stored) + " bytes, expected " + std::to_string(g.chunk_bytes),
+                  file);
+    if (stored > s.file.size())
+      format_fail("the chunk at " + coords_text(origin, s.rank) + " declares " +
+                      std::to_string(stored) + " stored bytes, more than the file holds (" +
+                      std::to_string(s.file.size()) + " bytes)",
+                  file);
     if (stored > sink_size) {
       sink.reset(new unsigned char[static_cast<std::size_t>(stored)]);
       sink_size = static_cast<std::size_t>(stored);
@@ -169,11 +182,17 @@ inline std::string index_chunks(shard_index& s, hid_t dset, hid_t dcpl, const st
       rc = H5Dread_chunk(dset, H5P_DEFAULT, offset.data(), &mask, sink.get());
     }
     if (rc < 0) {
-      s.chunks.clear();
-      return "HDF5 cannot locate the chunk at " + coords_text(origin, s.rank) + " (" +
-             take_error_stack() + ")";
+      // The index lists this chunk but HDF5 cannot read it (e.g. a v1 B-tree entry whose
+      // address lies past the end of the file): H5Dread would fail every record of the chunk
+      // too, so the shard is refused here, as a chunk past the end is on the pread path.
+      rethrow_driver_fault(file, "cannot read the chunk at " + coords_text(origin, s.rank));
+      throw_hdf5<format_error>("the chunk at " + coords_text(origin, s.rank) +
+                                   " is listed in the chunk index but cannot be read "
+                                   "(damaged index or truncated file)",
+                               file, "H5Dread_chunk", rc);
     }
     if (seen.reads != 1 || seen.size != stored) {  // not the single raw read expected
+      rethrow_driver_fault(file, "cannot read the chunk at " + coords_text(origin, s.rank));
       s.chunks.clear();
       return "the file extent of the chunk at " + coords_text(origin, s.rank) +
              " could not be determined";
@@ -198,6 +217,34 @@ inline std::string index_chunks(shard_index& s, hid_t dset, hid_t dcpl, const st
     }
   }
   return {};
+}
+
+// A contiguous or compact dataset's stored size must be what its shape and file type need, and
+// contiguous bytes must lie inside the file — checked for every such dataset, those read through
+// H5Dread too: libhdf5 1.10.8 trusts the layout message, and its H5Dread over-reads the heap
+// (H5VM_memcpyvv) when the stored size or address is damaged (found by fuzz_hdf5_open).
+inline void check_stored_extent(const shard_index& s, hid_t dset, bool compact,
+                                const std::string& file) {
+  const haddr_t addr = compact ? 0 : H5Dget_offset(dset);
+  if (addr == HADDR_UNDEF) {  // never written: HDF5 reads the fill value, not the file
+    take_error_stack();
+    return;
+  }
+  handle ftype = checked(H5Dget_type(dset), H5Tclose, "H5Dget_type", "no datatype", file);
+  std::uint64_t need = H5Tget_size(ftype.get());
+  for (int d = 0; d < s.rank; ++d)
+    if (__builtin_mul_overflow(need, s.dims[d], &need)) format_fail("dataset size overflows", file);
+  const std::uint64_t stored = H5Dget_storage_size(dset);
+  if (stored != need)
+    format_fail(std::string(compact ? "compact" : "contiguous") + " storage holds " +
+                    std::to_string(stored) + " bytes; the shape and type need " +
+                    std::to_string(need) + ": damaged",
+                file);
+  if (!compact && (addr > s.file.size() || need > s.file.size() - addr))
+    format_fail("dataset bytes [" + std::to_string(addr) + ", " + std::to_string(addr + need) +
+                    ") lie past the end of the file (" + std::to_string(s.file.size()) +
+                    " bytes): truncated or damaged",
+                file);
 }
 
 // Decides the read path and builds the index. The caller holds a library_lock.
@@ -230,6 +277,8 @@ inline void index_storage(shard_index& s, hid_t dset, const dtype_info& dt,
     default:
       throw_hdf5("unknown storage layout", file, "H5Pget_layout", layout);
   }
+  if ((layout == H5D_CONTIGUOUS && externals == 0) || layout == H5D_COMPACT)
+    check_stored_extent(s, dset, layout == H5D_COMPACT, file);
   if (layout == H5D_CHUNKED) {
     const std::string filters = read_pipeline(s, dcpl.get(), file);
     if (reason.empty()) reason = filters;

@@ -10,6 +10,10 @@
 // This driver, while a capture is armed on the calling thread, records that read's address and
 // size and skips it — so indexing costs a lookup per chunk and reads no chunk data. At all other
 // times it is a plain pread driver (like sec2), so the same open file serves H5Dread fallbacks.
+//
+// Unlike sec2 it zero-fills only past the size the file had when it was opened: an end of file
+// before that means the file shrank, and the read fails (recorded in driver_fault, with a failed
+// pread's errno, so gpufeed reports an io_error naming the file rather than HDF5's generic error).
 #pragma once
 
 #include <fcntl.h>
@@ -23,6 +27,8 @@
 #include <cstdint>
 #include <cstring>
 #include <new>
+
+#include "gpufeed/detail/hdf5/library.hpp"
 
 namespace gpufeed::detail::hdf5 {
 
@@ -131,10 +137,15 @@ class index_driver {
       const ssize_t got = ::pread(f->fd, p, size, static_cast<off_t>(addr));
       if (got < 0) {
         if (errno == EINTR) continue;
+        driver_fault = driver_fault_record{true, false, errno, addr};
         return -1;
       }
-      if (got == 0) {  // past the end of the file: HDF5 expects zeros (as sec2 gives)
-        std::memset(p, 0, size);
+      if (got == 0) {
+        if (addr < f->eof) {  // the file shrank after it was opened: never invent zeros
+          driver_fault = driver_fault_record{true, true, 0, addr};
+          return -1;
+        }
+        std::memset(p, 0, size);  // past the file's end at open: HDF5 expects zeros (as sec2)
         break;
       }
       p += got;

@@ -4,7 +4,9 @@
 
 #include <hdf5.h>
 
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -73,12 +75,50 @@ inline std::string take_error_stack() {
   return st.text;
 }
 
+// The last OS-level failure gpufeed's file driver (index_driver.hpp) saw on this thread: HDF5
+// reports a failed driver read only as a generic "read failed", so the driver records what the
+// OS said here and HDF5 failures that it caused become io_error instead of format_error or
+// library_error. Cleared by clear_driver_fault() before the calls it should explain.
+struct driver_fault_record {
+  bool set = false;
+  bool early_eof = false;  // pread returned 0 before the size the file had when it was opened
+  int err = 0;             // errno of a failed pread
+  std::uint64_t offset = 0;
+};
+inline thread_local driver_fault_record driver_fault;
+
+inline void clear_driver_fault() noexcept { driver_fault = driver_fault_record{}; }
+
+// Throws io_error (naming file and record) when the driver saw an OS failure since the last
+// clear_driver_fault(), consuming it.
+inline void rethrow_driver_fault(const std::string& file, const std::string& message,
+                                 std::optional<std::uint64_t> record = std::nullopt) {
+  if (!driver_fault.set) return;
+  const driver_fault_record f = driver_fault;
+  clear_driver_fault();
+  H5Eclear2(H5E_DEFAULT);
+  error_context ctx;
+  ctx.file = file;
+  ctx.record = record;
+  ctx.api = "pread";
+  if (f.early_eof) {
+    throw io_error(message + ": unexpected end of file at byte " + std::to_string(f.offset) +
+                       " (the file was truncated after it was opened?)",
+                   std::move(ctx));
+  }
+  ctx.status = f.err;
+  ctx.status_text = std::strerror(f.err);
+  throw io_error(message + ": read failed at byte " + std::to_string(f.offset), std::move(ctx));
+}
+
 // Throws ErrorT for a failed HDF5 call, with the call's name, its status and the library's own
-// explanation from the error stack.
+// explanation from the error stack — or io_error when the call failed because the OS failed a
+// read of the file (see driver_fault).
 template <class ErrorT = library_error>
 [[noreturn]] inline void throw_hdf5(const std::string& message, const std::string& file,
                                     const char* api, long long status = -1,
                                     std::optional<std::uint64_t> record = std::nullopt) {
+  rethrow_driver_fault(file, message + " (" + api + ")", record);
   error_context ctx;
   ctx.file = file;
   ctx.record = record;

@@ -10,6 +10,7 @@
 #include <hdf5.h>
 
 #include <array>
+#include <cstring>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -63,10 +64,39 @@ inline std::vector<std::uint64_t> dataset_dims(hid_t dset, const std::string& fi
   return std::vector<std::uint64_t>(d.begin(), d.begin() + rank);
 }
 
-// Reads a whole 1-D integer dataset converted to T (HDF5 converts from the stored type).
+// The most bytes a dataset of a file of `file_size` bytes may declare for what gpufeed holds in
+// memory (a record; blob offsets and labels, which are read whole): 4096 times the file (deflate
+// expands at most ~1032-fold; the spare covers stronger codecs), and at least 64 MiB, so that a
+// small crafted file cannot make gpufeed allocate terabytes before anything is read.
+inline std::uint64_t declared_bytes_limit(std::uint64_t file_size) noexcept {
+  constexpr std::uint64_t floor = std::uint64_t{64} << 20;
+  const std::uint64_t scaled =
+      file_size > (std::numeric_limits<std::uint64_t>::max() >> 12) ? ~std::uint64_t{0}
+                                                                      : file_size << 12;
+  return scaled > floor ? scaled : floor;
+}
+
+// format_error naming file and dataset when `bytes` (what `what` of `name` declares) is past
+// declared_bytes_limit.
+inline void check_declared(std::uint64_t bytes, std::uint64_t file_size, const std::string& file,
+                           const std::string& name, const std::string& what) {
+  const std::uint64_t limit = declared_bytes_limit(file_size);
+  if (bytes > limit)
+    format_fail("dataset '" + name + "' declares " + what + " of " + std::to_string(bytes) +
+                    " bytes, more than a file of " + std::to_string(file_size) +
+                    " bytes can hold (limit " + std::to_string(limit) +
+                    " bytes: 4096 x the file size, at least 64 MiB): damaged or crafted",
+                file);
+}
+
+// Reads a whole 1-D integer dataset converted to T (HDF5 converts from the stored type), after
+// checking its declared size against the file's (check_declared).
 template <class T>
 std::vector<T> read_1d(hid_t dset, hid_t memtype, std::uint64_t n, const std::string& file,
-                       const std::string& name) {
+                       const std::string& name, std::uint64_t file_size) {
+  std::uint64_t bytes = 0;
+  if (__builtin_mul_overflow(n, std::uint64_t{sizeof(T)}, &bytes)) bytes = ~std::uint64_t{0};
+  check_declared(bytes, file_size, file, name, std::to_string(n) + " entries");
   std::vector<T> v(static_cast<std::size_t>(n));
   if (n && H5Dread(dset, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()) < 0)
     throw_hdf5("cannot read dataset '" + name + "'", file, "H5Dread");
@@ -94,7 +124,8 @@ inline std::uint64_t check_1d_integer(hid_t dset, const std::string& file, const
 }
 
 inline std::vector<std::int64_t> read_labels(hid_t file_id, const std::string& name,
-                                             std::uint64_t records, const std::string& file) {
+                                             std::uint64_t records, const std::string& file,
+                                             std::uint64_t file_size) {
   handle d = open_dataset(file_id, name, file);
   const std::uint64_t n = check_1d_integer(d.get(), file, name, false);
   if (n != records)
@@ -104,7 +135,7 @@ inline std::vector<std::int64_t> read_labels(hid_t file_id, const std::string& n
   handle t = checked(H5Dget_type(d.get()), H5Tclose, "H5Dget_type", "no datatype", file);
   if (H5Tget_sign(t.get()) == H5T_SGN_NONE && H5Tget_size(t.get()) >= 8) {
     // uint64 labels above INT64_MAX cannot be widened to int64: refuse rather than clip.
-    const auto u = read_1d<std::uint64_t>(d.get(), H5T_NATIVE_UINT64, n, file, name);
+    const auto u = read_1d<std::uint64_t>(d.get(), H5T_NATIVE_UINT64, n, file, name, file_size);
     std::vector<std::int64_t> v(u.size());
     for (std::size_t i = 0; i < u.size(); ++i) {
       if (u[i] > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
@@ -113,7 +144,19 @@ inline std::vector<std::int64_t> read_labels(hid_t file_id, const std::string& n
     }
     return v;
   }
-  return read_1d<std::int64_t>(d.get(), H5T_NATIVE_INT64, n, file, name);
+  return read_1d<std::int64_t>(d.get(), H5T_NATIVE_INT64, n, file, name, file_size);
+}
+
+// True when the HDF5 signature is at byte 0, 512, 1024, 2048, ... (where HDF5 looks for it).
+// io_error when the file cannot be read.
+inline bool has_hdf5_signature(const posix_file& f) {
+  static constexpr char signature[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
+  for (std::uint64_t at = 0; at + 8 <= f.size(); at = at ? at * 2 : 512) {
+    char got[8];
+    f.read_exact(got, 8, at);
+    if (std::memcmp(got, signature, 8) == 0) return true;
+  }
+  return false;
 }
 
 // Opens and indexes one shard. io_error when the file cannot be opened; format_error when it is
@@ -126,8 +169,14 @@ inline shard_index open_shard(const std::filesystem::path& p, const open_request
   const std::string& file = s.path;
 
   library_lock lock;
+  clear_driver_fault();
   if (H5Fis_hdf5(file.c_str()) <= 0) {
     take_error_stack();
+    // H5Fis_hdf5 (through HDF5's own driver) says "no" for a read error too: look for the
+    // signature ourselves, so an I/O error is an io_error and only a file without it is "not HDF5".
+    if (has_hdf5_signature(s.file))
+      throw io_error("HDF5 could not read the superblock of a file with an HDF5 signature",
+                     file_context(file));
     format_fail("not an HDF5 file", file);
   }
   // Opened through index_driver, which reports chunk extents (see index_driver.hpp).
@@ -158,6 +207,7 @@ inline shard_index open_shard(const std::filesystem::path& p, const open_request
              H5Lexists(fid.get(), offsets_name.c_str(), H5P_DEFAULT) > 0) {
     offs = open_dataset(fid.get(), offsets_name, file);
   }
+  rethrow_driver_fault(file, "cannot look up '" + offsets_name + "'");
   take_error_stack();  // H5Lexists may leave entries for missing groups
   s.blob = offs.valid();
   if (s.blob) {
@@ -166,7 +216,8 @@ inline shard_index open_shard(const std::filesystem::path& p, const open_request
                       std::to_string(s.rank) + "-D " + dt.name,
                   file);
     const std::uint64_t n = check_1d_integer(offs.get(), file, offsets_name, true);
-    s.offsets = read_1d<std::uint64_t>(offs.get(), H5T_NATIVE_UINT64, n, file, offsets_name);
+    s.offsets = read_1d<std::uint64_t>(offs.get(), H5T_NATIVE_UINT64, n, file, offsets_name,
+                                       s.file.size());
     if (auto bad = validate_blob_offsets(s.offsets, dims[0]))
       format_fail(bad->message, file, bad->record);
     s.records = s.offsets.size() - 1;
@@ -179,8 +230,9 @@ inline shard_index open_shard(const std::filesystem::path& p, const open_request
     mul_checked(row, dims[0], file);
     s.row_bytes = s.max_record = static_cast<std::size_t>(row);
   }
+  check_declared(s.max_record, s.file.size(), file, req.dataset, "a record");
   if (!req.label_dataset.empty())
-    s.labels = read_labels(fid.get(), req.label_dataset, s.records, file);
+    s.labels = read_labels(fid.get(), req.label_dataset, s.records, file, s.file.size());
 
   shard_description& desc = s.description;
   desc.layout = s.blob ? "blob" : "fixed";
@@ -193,6 +245,7 @@ inline shard_index open_shard(const std::filesystem::path& p, const open_request
     s.h5file = std::move(fid);
     s.dataset = std::move(dset);
     s.memtype = std::move(dt.memtype);
+    s.dataset_name = req.dataset;
     desc.path = 2;
   } else {
     desc.path = (s.swap || !s.pipeline.empty()) ? 1 : 0;

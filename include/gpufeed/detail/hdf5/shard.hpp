@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gpufeed/detail/hdf5/geometry.hpp"
+#include "gpufeed/detail/hdf5/index_driver.hpp"
 #include "gpufeed/detail/hdf5/library.hpp"
 #include "gpufeed/detail/posix_file.hpp"
 #include "gpufeed/error.hpp"
@@ -70,7 +71,12 @@ struct shard_index {
   std::vector<chunk_entry> chunks;      // chunked: one per grid position, row-major
   std::vector<filter_step> pipeline;    // chunked: filters in the order they were applied
   std::uint64_t chunks_per_record = 0;  // chunked: the most chunks one record touches
-  handle h5file, dataset, memtype;      // fallback only (closed after indexing otherwise)
+  // Fallback only (closed after indexing otherwise). Mutable: a failed H5Dread closes and
+  // reopens them (see fallback_read), under the library mutex.
+  mutable handle h5file, dataset;
+  handle memtype;
+  std::string dataset_name;            // fallback: the dataset to reopen
+  mutable bool fallback_stale = false;  // fallback: the last H5Dread failed; reopen first
   shard_description description;
 
   [[nodiscard]] std::size_t record_bytes(std::uint64_t local) const noexcept {
@@ -98,7 +104,12 @@ struct shard_index {
   }
 
   // Reads record `local` through H5Dread with the native memory type (HDF5 converts and
-  // decodes). Serialised by the library mutex: correct, not fast.
+  // decodes). Serialised by the library mutex: correct, not fast. io_error naming file and
+  // record when the OS failed a read or the file shrank; library_error for other HDF5 failures.
+  //
+  // After any failed H5Dread the file and dataset are closed and reopened before the next read:
+  // libhdf5 (1.10.8 at least) keeps the bytes of a failed read in the file's sieve buffer and
+  // would serve the next records from it (stale bytes, no error).
   void fallback_read(std::uint64_t local, std::span<std::byte> dst, std::uint64_t global) const {
     const record_box b = box(local);
     std::uint64_t n = 1;
@@ -110,7 +121,10 @@ struct shard_index {
       count[d] = static_cast<hsize_t>(b.count[d]);
     }
     library_lock lock;
+    clear_driver_fault();
+    if (fallback_stale) reopen(global);
     auto fail = [&](const char* api) {
+      fallback_stale = true;
       throw_hdf5("H5Dread fallback failed", path, api, -1, global);
     };
     handle fspace(H5Dget_space(dataset.get()), H5Sclose);
@@ -123,6 +137,28 @@ struct shard_index {
     if (H5Dread(dataset.get(), memtype.get(), mspace.get(), fspace.get(), H5P_DEFAULT, dst.data()) <
         0)
       fail("H5Dread");
+  }
+
+ private:
+  // Closes the dataset and the file (dropping HDF5's caches of them) and opens them again
+  // through index_driver. The caller holds a library_lock. On failure fallback_stale stays set.
+  void reopen(std::uint64_t global) const {
+    dataset.reset();
+    h5file.reset();
+    take_error_stack();
+    handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+    const hid_t driver = index_driver::id();
+    if (!fapl.valid() || driver < 0 || H5Pset_driver(fapl.get(), driver, nullptr) < 0)
+      throw_hdf5("cannot reopen the shard after a failed read", path, "H5Pset_driver", -1, global);
+    h5file = handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose);
+    if (!h5file.valid())
+      throw_hdf5<io_error>("cannot reopen the shard after a failed read (truncated since?)", path,
+                           "H5Fopen", -1, global);
+    dataset = handle(H5Dopen2(h5file.get(), dataset_name.c_str(), H5P_DEFAULT), H5Dclose);
+    if (!dataset.valid())
+      throw_hdf5<io_error>("cannot reopen dataset '" + dataset_name + "' after a failed read", path,
+                 "H5Dopen2", -1, global);
+    fallback_stale = false;
   }
 };
 

@@ -45,7 +45,8 @@ struct source_state {
     return static_cast<std::size_t>(it - first.begin()) - 1;
   }
 
-  // Opens every shard; format_error when they disagree on layout, dtype or row shape.
+  // Opens every shard; format_error when they disagree on layout, dtype or row shape;
+  // config_error naming the (first) file when no shard holds a record.
   source_state(const std::vector<std::filesystem::path>& paths, const open_request& req) {
     if (paths.empty()) throw config_error("hdf5_source: no shard paths given");
     shards.reserve(paths.size());
@@ -77,6 +78,18 @@ struct source_state {
             static_cast<std::size_t>(std::min<std::uint64_t>(s.chunks_per_record, fit));
         cache_capacity = std::max(cache_capacity, want);
       }
+    }
+    if (size() == 0) {  // a loader would refuse it without knowing which files were empty
+      const auto& d = shards.front().description;
+      std::string shape;
+      for (std::size_t k = 0; k < d.shape.size(); ++k)
+        shape += (k ? ", " : "") + std::to_string(d.shape[k]);
+      throw config_error("dataset '" + req.dataset + "' holds no records (shape (" + shape + ")" +
+                             (shards.size() > 1 ? ", and so do the other " +
+                                                      std::to_string(shards.size() - 1) + " shards"
+                                                : std::string()) +
+                             ")",
+                         file_context(shards.front().path));
     }
     fixed_record = shards.front().blob ? 0 : shards.front().row_bytes;
     labels = !req.label_dataset.empty();
