@@ -9,7 +9,8 @@
 //   return r.exit_code();                            // 1 if a check failed
 //
 // This header is host-only: everything here runs without CUDA, a driver or a GPU. The report
-// types live in gpufeed/doctor_report.hpp (included). No check function throws for what it
+// types live in gpufeed/doctor_report.hpp, the options in gpufeed/doctor_options.hpp (both
+// included). No check function throws for what it
 // finds: a missing path, an unreadable file or a missing device is a check with status fail or
 // skip and the reason in its summary.
 #pragma once
@@ -22,16 +23,10 @@
 
 #include "gpufeed/detail/doctor/device_files.hpp"
 #include "gpufeed/detail/doctor/storage.hpp"
+#include "gpufeed/doctor_options.hpp"
 #include "gpufeed/doctor_report.hpp"
 
 namespace gpufeed {
-
-// Where the device-file check looks. Only tests change these (to point at prepared trees).
-struct device_files_options {
-  std::filesystem::path dev_dir = "/dev";
-  std::filesystem::path root = "/";       // container markers: /.dockerenv, /run/.containerenv
-  std::filesystem::path proc_dir = "/proc";  // /proc/1/cgroup, /proc/driver/nvidia/version
-};
 
 // Adds check "device_files": /dev/nvidiactl, /dev/nvidia-uvm and /dev/nvidia<N> exist and this
 // user can open them. When they are missing it says why in plain words, with a hint: a container
@@ -42,34 +37,13 @@ inline void add_device_files_check(doctor_report& report, const device_files_opt
   report.add(detail::doctor::device_files_check(opts.dev_dir, opts.root, opts.proc_dir));
 }
 
-struct storage_check_options {
-  // At most this many bytes are read per pass (two or three passes), so the check finishes in
-  // seconds on any storage: 1 GiB at the 1-2.6 GB/s an NVMe drive gives one thread.
-  std::uint64_t max_bytes = std::uint64_t{1} << 30;
-  std::size_t block_bytes = std::size_t{16} << 20;  // per read() call, rounded up to 4 KiB
-  // Measure the cold rate with O_DIRECT (bypasses the page cache without evicting anything).
-  // Where the file system refuses it, the first buffered read is reported instead, and said so.
-  bool direct_io = true;
-  std::uint64_t residency_max_bytes = std::uint64_t{256} << 30;  // page-cache residency scanned
-  std::size_t max_files = 1'000'000;                             // files listed under the path
-  std::filesystem::path meminfo = "/proc/meminfo";
-};
-
 // Adds check "storage": reads the regular files under data (a directory, recursively, or one
 // file) sequentially in large blocks and reports the storage (cold) and page-cache (warm) read
 // rates, how much of the data is already cached, and whether it fits in the page cache. An empty
 // path gives a skip; a missing path, no data or an unreadable file gives a fail naming it.
 inline void add_storage_check(doctor_report& report, const std::filesystem::path& data,
                               const storage_check_options& opts = {}) {
-  detail::doctor::storage_params p;
-  p.path = data;
-  p.max_bytes = opts.max_bytes;
-  p.block_bytes = opts.block_bytes;
-  p.direct_io = opts.direct_io;
-  p.residency_max_bytes = opts.residency_max_bytes;
-  p.max_files = opts.max_files;
-  p.meminfo = opts.meminfo;
-  report.add(detail::doctor::storage_check(p));
+  report.add(detail::doctor::storage_check(data, opts));
 }
 
 // The GPU checks' ids and titles, in report order. gpufeed::cuda::add_gpu_checks adds exactly

@@ -12,19 +12,10 @@
 
 #include "gpufeed/detail/doctor/format.hpp"
 #include "gpufeed/detail/doctor/storage_io.hpp"
+#include "gpufeed/doctor_options.hpp"
 #include "gpufeed/doctor_report.hpp"
 
 namespace gpufeed::detail::doctor {
-
-struct storage_params {
-  std::filesystem::path path;
-  std::uint64_t max_bytes = 0;
-  std::size_t block_bytes = 0;
-  bool direct_io = true;
-  std::uint64_t residency_max_bytes = 0;
-  std::size_t max_files = 0;
-  std::filesystem::path meminfo;
-};
 
 // Wording for where the loader's bytes will come from, and whether that deserves a warning.
 inline void judge_page_cache(doctor_check& c, std::uint64_t total, std::uint64_t resident,
@@ -54,16 +45,17 @@ inline void judge_page_cache(doctor_check& c, std::uint64_t total, std::uint64_t
   }
 }
 
-inline doctor_check storage_check(const storage_params& p) {
+inline doctor_check storage_check(const std::filesystem::path& data,
+                                  const storage_check_options& p) {
   doctor_check c("storage", "Storage read rate");
   try {
     namespace fs = std::filesystem;
-    if (p.path.empty()) {
+    if (data.empty()) {
       c.summary = "no data path given: storage read rate not measured";
       c.hint = "pass the directory or file holding your shards (gpufeed doctor --data PATH)";
       return c;
     }
-    c.fact("path", p.path.string());
+    c.fact("path", data.string());
     if (p.max_bytes == 0) {
       c.status = check_status::fail;
       c.summary = "asked to read at most 0 bytes: nothing to measure";
@@ -71,27 +63,27 @@ inline doctor_check storage_check(const storage_params& p) {
       return c;
     }
     std::error_code ec;
-    const auto st = fs::status(p.path, ec);
+    const auto st = fs::status(data, ec);
     if (!fs::exists(st)) {
       c.status = check_status::fail;
-      c.summary = "'" + p.path.string() + "' does not exist" + (ec && ec != std::errc::no_such_file_or_directory ? " or cannot be examined (" + ec.message() + ")" : "");
+      c.summary = "'" + data.string() + "' does not exist" + (ec && ec != std::errc::no_such_file_or_directory ? " or cannot be examined (" + ec.message() + ")" : "");
       c.hint = "check the path given to --data";
       return c;
     }
     if (!fs::is_directory(st) && !fs::is_regular_file(st)) {
       c.status = check_status::fail;
-      c.summary = "'" + p.path.string() + "' is neither a directory nor a regular file";
+      c.summary = "'" + data.string() + "' is neither a directory nor a regular file";
       return c;
     }
-    c.fact("file system", filesystem_name(p.path));
-    const file_listing list = list_data_files(p.path, p.max_files);
+    c.fact("file system", filesystem_name(data));
+    const file_listing list = list_data_files(data, p.max_files);
     c.fact("files", std::to_string(list.files.size()) + (list.truncated ? " (stopped counting there)" : ""));
     c.fact("size", bytes(list.total_bytes));
     c.number("files", static_cast<double>(list.files.size()));
     c.number("total_bytes", static_cast<double>(list.total_bytes));
     if (list.files.empty()) {
       c.status = check_status::fail;
-      c.summary = "'" + p.path.string() + "' holds no data (no non-empty regular file this user can see)";
+      c.summary = "'" + data.string() + "' holds no data (no non-empty regular file this user can see)";
       return c;
     }
 

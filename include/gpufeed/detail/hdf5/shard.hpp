@@ -15,6 +15,7 @@
 #include "gpufeed/detail/hdf5/library.hpp"
 #include "gpufeed/detail/posix_file.hpp"
 #include "gpufeed/error.hpp"
+#include "gpufeed/hdf5_options.hpp"
 
 namespace gpufeed::detail::hdf5 {
 
@@ -38,15 +39,6 @@ struct chunk_entry {
   std::uint32_t filter_mask = 0;
 };
 
-// Plain-data summary the public hdf5_shard_info is filled from.
-struct shard_description {
-  std::string layout, dtype, storage, fallback_reason;
-  std::vector<std::uint64_t> shape, chunk_shape;
-  std::vector<std::string> filters;
-  int path = 0;  // 0 pread_raw, 1 pread_decode, 2 h5dread_fallback
-  std::uint64_t data_bytes = 0;
-};
-
 struct shard_index {
   std::string path;
   posix_file file;
@@ -67,7 +59,7 @@ struct shard_index {
   std::vector<filter_step> pipeline;    // chunked: filters in the order they were applied
   std::uint64_t chunks_per_record = 0;  // chunked: the most chunks one record touches
   handle h5file, dataset, memtype;      // fallback only (closed after indexing otherwise)
-  shard_description description;
+  hdf5_shard_info description;  // what hdf5_source::shards() reports for this shard
 
   [[nodiscard]] std::size_t record_bytes(std::uint64_t local) const noexcept {
     return blob ? static_cast<std::size_t>(offsets[local + 1] - offsets[local]) : row_bytes;
