@@ -7,7 +7,7 @@
 //
 // Workers read records straight into pinned batch slots (one host copy), each batch crosses
 // PCIe in one copy on one of `Streams` streams, and the consumer's stream waits on the batch's
-// ready event — no host synchronisation in steady state (DESIGN.md §1, detail/loader/).
+// ready event — no host synchronisation in steady state (docs/design.md, "Data path").
 //
 // Compile-time tuning: loader_options<Workers, Prefetch, Streams>; `dynamic` defers a value to
 // loader_config (workers, prefetch, streams). Prefetch = batches that may be in flight between

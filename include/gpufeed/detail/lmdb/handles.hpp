@@ -57,8 +57,9 @@ class env {
   MDB_env* env_ = nullptr;
 };
 
-// Owns a read-only MDB_txn that is begun once and then reset/renewed (DESIGN.md §3): renewing
-// reuses the txn's memory (and, with a lock file, its reader slot) instead of allocating again.
+// Owns a read-only MDB_txn that is begun once and then reset/renewed (docs/design.md, "LMDB open
+// flags"): renewing reuses the txn's memory (and, with a lock file, its reader slot) instead of
+// allocating again.
 class read_txn {
  public:
   read_txn() noexcept = default;

@@ -1,6 +1,6 @@
 // gpufeed::detail — the loader's machinery: planner, workers, slots, delivery.
 //
-// Threads and hand-offs (DESIGN.md §1):
+// Threads and hand-offs (docs/design.md, "Data path"):
 //   planner   takes a window credit (at most `prefetch` batches between it and the consumer) and a
 //             free host slot, writes the batch's indices, labels and offsets into the slot, and
 //             queues the batch as chunks of records.
