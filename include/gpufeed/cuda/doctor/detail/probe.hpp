@@ -1,5 +1,5 @@
 // The GPU doctor's data gathering: what CUDA and NVML say about each GPU, the PCIe link at idle
-// and under a copy, and the copy rates. The wording lives in doctor_checks.hpp.
+// and under a copy, and the copy rates. The wording lives in checks.hpp.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "gpufeed/cuda/detail/doctor_h2d.hpp"
+#include "gpufeed/cuda/doctor/detail/h2d.hpp"
 #include "gpufeed/cuda/device.hpp"
-#include "gpufeed/detail/doctor/nvml.hpp"
+#include "gpufeed/doctor/detail/nvml.hpp"
 
 namespace gpufeed::cuda::detail {
 

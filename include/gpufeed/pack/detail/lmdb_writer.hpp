@@ -1,4 +1,4 @@
-// gpufeed — pack(): writing one LMDB shard (part of gpufeed/pack.hpp).
+// gpufeed — pack(): writing one LMDB shard (part of gpufeed/pack/pack.hpp).
 //
 // One environment per shard: a directory holding data.mdb only (MDB_NOLOCK: the writer is alone,
 // and readers of immutable shards use no lock file either). Keys are the record's global index
@@ -32,8 +32,8 @@
 #include <system_error>
 
 #include "gpufeed/detail/lmdb/handles.hpp"
-#include "gpufeed/detail/pack/listing.hpp"
-#include "gpufeed/detail/pack/output.hpp"
+#include "gpufeed/pack/detail/listing.hpp"
+#include "gpufeed/pack/detail/output.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail::pack {

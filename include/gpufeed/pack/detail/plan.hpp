@@ -1,5 +1,5 @@
 // gpufeed — pack(): which record goes into which shard, and the batches the readers fill (part of
-// gpufeed/pack.hpp).
+// gpufeed/pack/pack.hpp).
 //
 // Every decision here depends only on the input sizes and the options, never on thread count or
 // timing: that is what makes the output byte-identical from run to run.

@@ -22,7 +22,7 @@
 #include <string>
 
 #include "commands.hpp"
-#include "gpufeed/doctor.hpp"
+#include "gpufeed/doctor/doctor.hpp"
 #include "gpufeed/hdf5_source.hpp"
 #include "gpufeed/lmdb_source.hpp"
 #include "gpufeed/loader.hpp"
@@ -30,7 +30,7 @@
 #include "shards.hpp"
 #ifdef GPUFEED_CLI_HAS_CUDA
 #include "gpufeed/cuda/device_target.hpp"
-#include "gpufeed/cuda/doctor.hpp"
+#include "gpufeed/cuda/doctor/gpu_checks.hpp"
 #endif
 
 namespace gpufeed::cli {

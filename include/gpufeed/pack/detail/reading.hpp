@@ -1,5 +1,5 @@
 // gpufeed — pack(): reading input files into batches on worker threads, handed to the single
-// writer in batch order (part of gpufeed/pack.hpp).
+// writer in batch order (part of gpufeed/pack/pack.hpp).
 //
 // Workers claim batches in order but only within a window ahead of the writer, so memory stays
 // bounded (window x batch bytes) however fast reading is; the writer takes batch k only after
@@ -29,31 +29,11 @@
 #include <utility>
 #include <vector>
 
-#include "gpufeed/detail/pack/plan.hpp"
+#include "gpufeed/detail/byte_buffer.hpp"
+#include "gpufeed/pack/detail/plan.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail::pack {
-
-// Bytes that are not value-initialised: a batch is overwritten entirely by its files' bytes, so
-// zeroing it first would only double the memory traffic. Keeps its allocation when reused.
-class byte_buffer {
- public:
-  void resize(std::size_t n) {
-    if (n > capacity_) {
-      data_.reset(new std::byte[n]);
-      capacity_ = n;
-    }
-    size_ = n;
-  }
-  [[nodiscard]] std::byte* data() noexcept { return data_.get(); }
-  [[nodiscard]] const std::byte* data() const noexcept { return data_.get(); }
-  [[nodiscard]] std::size_t size() const noexcept { return size_; }
-  [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
-
- private:
-  std::unique_ptr<std::byte[]> data_;
-  std::size_t size_ = 0, capacity_ = 0;
-};
 
 // What a worker hands the writer for one batch. Recycled (batch_pipeline::recycle), so buffers
 // are allocated once per window slot, not once per batch.

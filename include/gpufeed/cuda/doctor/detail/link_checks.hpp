@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "gpufeed/cuda/detail/doctor_checks.hpp"
-#include "gpufeed/cuda/detail/doctor_probe.hpp"
-#include "gpufeed/detail/doctor/format.hpp"
-#include "gpufeed/detail/doctor/nvml.hpp"
-#include "gpufeed/doctor.hpp"
+#include "gpufeed/cuda/doctor/detail/checks.hpp"
+#include "gpufeed/cuda/doctor/detail/probe.hpp"
+#include "gpufeed/doctor/detail/format.hpp"
+#include "gpufeed/doctor/detail/nvml.hpp"
+#include "gpufeed/doctor/doctor.hpp"
 
 namespace gpufeed::cuda::detail {
 

@@ -1,5 +1,5 @@
-// gpufeed — pack(): the manifest text (part of gpufeed/pack.hpp). Hand-written JSON: the library
-// has no JSON dependency, and the manifest is small and flat.
+// gpufeed — pack(): the manifest text (part of gpufeed/pack/pack.hpp). Hand-written JSON: the
+// library has no JSON dependency, and the manifest is small and flat.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // gpufeed — pack(): the output directory: shard names, refusing to overwrite what pack did not
-// write, temporary names and the manifest file (part of gpufeed/pack.hpp).
+// write, temporary names and the manifest file (part of gpufeed/pack/pack.hpp).
 //
 // Every path pack writes is out_dir / <name>, where <name> is built only from the prefix
 // (checked: letters, digits, '.', '_', '-', not starting with '.'), a shard number and a fixed
@@ -20,7 +20,7 @@
 #include <system_error>
 #include <vector>
 
-#include "gpufeed/detail/pack/listing.hpp"
+#include "gpufeed/pack/detail/listing.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail::pack {

@@ -8,6 +8,14 @@
 //   h.label_dataset = "labels";
 //   gpufeed::hdf5_source src(r.shards, h);
 //
+// Formats: the writers a program has come from the CMake components it links. gpufeed::pack_hdf5
+// writes (and verifies) HDF5 shards and needs only the hdf5 component; gpufeed::pack_lmdb writes
+// LMDB shards and needs only the lmdb component; gpufeed::pack has whichever of the two this
+// gpufeed has. They define GPUFEED_PACK_HDF5 / GPUFEED_PACK_LMDB (set them by hand without CMake).
+// Asking pack() for a format this build has no writer for is a config_error naming the
+// component. pack() and verify_pack() live in an inline namespace named after the formats, so
+// translation units built with different formats never share a definition.
+//
 // Output (out_dir/):
 //   <prefix>-00000.h5 ...   HDF5 blob layout (hdf5_source detects it): `data` uint8 (contiguous,
 //                           or chunked + deflate), `offsets` uint64[N+1], `labels` int64[N] when
@@ -30,7 +38,7 @@
 //  - pack writes only out_dir/<prefix>-NNNNN.{h5,lmdb}, out_dir/manifest.json and hidden
 //    temporaries of those names; input names are stored as data, never used as paths. A
 //    non-empty out_dir is refused unless `force`, which removes only what an earlier pack wrote
-//    (see detail/pack/output.hpp). Shards are written under temporary names and renamed when
+//    (see pack/detail/output.hpp). Shards are written under temporary names and renamed when
 //    complete and synced; the manifest comes last. On failure pack removes what it wrote
 //    (except when verify finds a difference: the shards stay for inspection, with no manifest).
 //  - Errors: io_error naming the input file that cannot be read (or changed size while
@@ -49,15 +57,13 @@
 #include <string>
 #include <vector>
 
-#include "gpufeed/detail/pack/hdf5_extras.hpp"
-#include "gpufeed/detail/pack/hdf5_writer.hpp"
-#include "gpufeed/detail/pack/listing.hpp"
-#include "gpufeed/detail/pack/lmdb_writer.hpp"
-#include "gpufeed/detail/pack/manifest.hpp"
-#include "gpufeed/detail/pack/output.hpp"
-#include "gpufeed/detail/pack/plan.hpp"
-#include "gpufeed/detail/pack/reading.hpp"
-#include "gpufeed/detail/pack/verify.hpp"
+#include "gpufeed/pack/detail/formats.hpp"
+#include "gpufeed/pack/detail/listing.hpp"
+#include "gpufeed/pack/detail/manifest.hpp"
+#include "gpufeed/pack/detail/output.hpp"
+#include "gpufeed/pack/detail/plan.hpp"
+#include "gpufeed/pack/detail/reading.hpp"
+#include "gpufeed/pack/detail/verify.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/version.hpp"
 
@@ -174,6 +180,8 @@ struct pack_result {
   double seconds = 0;
 };
 
+inline namespace GPUFEED_PACK_FORMATS {
+
 // Packs `inputs` into out_dir (see the top of this file).
 pack_result pack(const std::vector<pack_input>& inputs, const std::filesystem::path& out_dir,
                  const pack_options& options = {});
@@ -183,25 +191,8 @@ pack_result pack(const std::vector<pack_input>& inputs, const std::filesystem::p
 // one differs (errors of the sources, e.g. a corrupt deflate chunk, propagate as they are).
 void verify_pack(const pack_result& result, std::size_t threads = 0);
 
-// What pack stores beside an HDF5 shard's records: whether the shard has a `labels` dataset (give
-// hdf5_options::label_dataset = "labels" to read them) and its record names (names/, read only
-// when read_names). Shards pack did not write have neither. format_error when `shard` is not
-// HDF5; errors of reading names/ propagate as hdf5_source reports them.
-struct hdf5_shard_extras {
-  bool has_labels = false, has_names = false;
-  std::vector<std::string> names;
-};
-
-inline hdf5_shard_extras read_hdf5_extras(const std::filesystem::path& shard,
-                                          bool read_names = true) {
-  const auto present = detail::pack::hdf5_links_exist(shard, {"labels", "names/data"});
-  hdf5_shard_extras x;
-  x.has_labels = present[0];
-  x.has_names = present[1];
-  if (x.has_names && read_names) x.names = detail::pack::read_names(shard);
-  return x;
-}
+}  // inline namespace GPUFEED_PACK_FORMATS
 
 }  // namespace gpufeed
 
-#include "gpufeed/detail/pack/run.hpp"
+#include "gpufeed/pack/detail/run.hpp"

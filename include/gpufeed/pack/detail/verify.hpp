@@ -1,5 +1,5 @@
 // gpufeed — checking packed shards by reading them back through gpufeed's own sources (part of
-// gpufeed/pack.hpp): what a loader will deliver is exactly what was packed.
+// gpufeed/pack/pack.hpp): what a loader will deliver is exactly what was packed.
 #pragma once
 
 #include <algorithm>
@@ -12,9 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "gpufeed/detail/pack/reading.hpp"
-#include "gpufeed/hdf5_source.hpp"
-#include "gpufeed/lmdb_source.hpp"
+#include "gpufeed/pack/detail/formats.hpp"
+#include "gpufeed/pack/detail/reading.hpp"
 #include "gpufeed/source.hpp"
 
 namespace gpufeed::detail::pack {
@@ -66,14 +65,26 @@ read_back read_all(const Source& src, std::size_t threads) {
 
 inline read_back read_shard(const std::filesystem::path& shard, bool lmdb, bool datum, bool labels,
                             std::size_t threads) {
+#if defined(GPUFEED_PACK_LMDB)
   if (lmdb) {
     lmdb_options o;
     o.format = datum ? lmdb_options::value_format::datum : lmdb_options::value_format::raw;
     return read_all(lmdb_source(shard, o), threads);
   }
-  hdf5_options o;
-  if (labels) o.label_dataset = "labels";
-  return read_all(hdf5_source(shard, o), threads);
+#endif
+#if defined(GPUFEED_PACK_HDF5)
+  if (!lmdb) {
+    hdf5_options o;
+    if (labels) o.label_dataset = "labels";
+    return read_all(hdf5_source(shard, o), threads);
+  }
+#endif
+  (void)datum;
+  (void)labels;
+  (void)threads;
+  throw config_error(std::string("verify: this program has no ") + (lmdb ? "LMDB" : "HDF5") +
+                         " reader (link gpufeed::pack_" + (lmdb ? "lmdb" : "hdf5") + ")",
+                     file_context(shard.string()));
 }
 
 [[noreturn]] inline void verify_fail(const std::string& what, const std::filesystem::path& shard,

@@ -3,13 +3,13 @@
 //
 //   gpufeed::doctor_report r;
 //   gpufeed::add_device_files_check(r);              // /dev/nvidia*, container hints
-//   gpufeed::cuda::add_gpu_checks(r);                // gpufeed/cuda/doctor.hpp: GPU, PCIe, copies
+//   gpufeed::cuda::add_gpu_checks(r);                // gpufeed/cuda/doctor/gpu_checks.hpp: GPU, PCIe, copies
 //   gpufeed::add_storage_check(r, "/data/shards");   // storage and page-cache read rates
 //   std::fputs(r.to_text().c_str(), stdout);         // or r.to_json_string()
 //   return r.exit_code();                            // 1 if a check failed
 //
 // This header is host-only: everything here runs without CUDA, a driver or a GPU. The report
-// types live in gpufeed/doctor_report.hpp, the options in gpufeed/doctor_options.hpp (both
+// types live in gpufeed/doctor/report.hpp, the options in gpufeed/doctor/options.hpp (both
 // included). No check function throws for what it
 // finds: a missing path, an unreadable file or a missing device is a check with status fail or
 // skip and the reason in its summary.
@@ -21,10 +21,10 @@
 #include <string>
 #include <string_view>
 
-#include "gpufeed/detail/doctor/device_files.hpp"
-#include "gpufeed/detail/doctor/storage.hpp"
-#include "gpufeed/doctor_options.hpp"
-#include "gpufeed/doctor_report.hpp"
+#include "gpufeed/doctor/detail/device_files.hpp"
+#include "gpufeed/doctor/detail/storage.hpp"
+#include "gpufeed/doctor/options.hpp"
+#include "gpufeed/doctor/report.hpp"
 
 namespace gpufeed {
 

@@ -1,5 +1,5 @@
-// gpufeed — the input lists of pack(): a directory tree or a list file (part of gpufeed/pack.hpp,
-// included at its end; see the contracts there).
+// gpufeed — the input lists of pack(): a directory tree or a list file (part of
+// gpufeed/pack/pack.hpp, included at its end; see the contracts there).
 #pragma once
 
 #include <sys/stat.h>

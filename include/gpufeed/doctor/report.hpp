@@ -1,8 +1,8 @@
 // gpufeed — the doctor's report: a list of checks, each with a status and plain-language words,
 // printable as text for people and as JSON for scripts.
 //
-// Checks are added by gpufeed's own check functions (gpufeed/doctor.hpp for the host,
-// gpufeed/cuda/doctor.hpp for the GPU) and by anyone else: a check is just data, so a program
+// Checks are added by gpufeed's own check functions (gpufeed/doctor/doctor.hpp for the host,
+// gpufeed/cuda/doctor/gpu_checks.hpp for the GPU) and by anyone else: a check is just data, so a program
 // can append its own (`report.add(doctor_check(...))`) and print one report.
 //
 // JSON shape (to_json_string):
@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "gpufeed/detail/doctor/json.hpp"
+#include "gpufeed/doctor/detail/json.hpp"
 
 namespace gpufeed {
 

@@ -1,4 +1,4 @@
-// The GPU doctor's checks, worded from what doctor_probe.hpp gathered. Each function returns one
+// The GPU doctor's checks, worded from what probe.hpp gathered. Each function returns one
 // check with the id and title listed in gpufeed::gpu_check_names.
 #pragma once
 
@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "gpufeed/cuda/detail/doctor_probe.hpp"
+#include "gpufeed/cuda/doctor/detail/probe.hpp"
 #include "gpufeed/cuda/device.hpp"
-#include "gpufeed/detail/doctor/device_files.hpp"
-#include "gpufeed/detail/doctor/format.hpp"
-#include "gpufeed/detail/doctor/nvml.hpp"
-#include "gpufeed/doctor.hpp"
+#include "gpufeed/doctor/detail/device_files.hpp"
+#include "gpufeed/doctor/detail/format.hpp"
+#include "gpufeed/doctor/detail/nvml.hpp"
+#include "gpufeed/doctor/doctor.hpp"
 
 namespace gpufeed::cuda::detail {
 

@@ -19,13 +19,13 @@
 #include <string>
 #include <vector>
 
-#include "gpufeed/cuda/detail/doctor_checks.hpp"
-#include "gpufeed/cuda/detail/doctor_h2d.hpp"
-#include "gpufeed/cuda/detail/doctor_link_checks.hpp"
-#include "gpufeed/cuda/detail/doctor_probe.hpp"
+#include "gpufeed/cuda/doctor/detail/checks.hpp"
+#include "gpufeed/cuda/doctor/detail/h2d.hpp"
+#include "gpufeed/cuda/doctor/detail/link_checks.hpp"
+#include "gpufeed/cuda/doctor/detail/probe.hpp"
 #include "gpufeed/cuda/device.hpp"
-#include "gpufeed/detail/doctor/nvml.hpp"
-#include "gpufeed/doctor.hpp"
+#include "gpufeed/doctor/detail/nvml.hpp"
+#include "gpufeed/doctor/doctor.hpp"
 
 namespace gpufeed::cuda {
 

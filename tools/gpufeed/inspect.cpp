@@ -28,7 +28,8 @@
 #include "commands.hpp"
 #include "gpufeed/hdf5_source.hpp"
 #include "gpufeed/lmdb_source.hpp"
-#include "gpufeed/pack.hpp"
+#include "gpufeed/pack/hdf5_extras.hpp"
+#include "gpufeed/pack/pack.hpp"
 #include "report.hpp"
 #include "shards.hpp"
 

@@ -10,10 +10,10 @@
 #include <string>
 #include <system_error>
 
-#include "gpufeed/detail/doctor/format.hpp"
-#include "gpufeed/detail/doctor/storage_io.hpp"
-#include "gpufeed/doctor_options.hpp"
-#include "gpufeed/doctor_report.hpp"
+#include "gpufeed/doctor/detail/format.hpp"
+#include "gpufeed/doctor/detail/storage_io.hpp"
+#include "gpufeed/doctor/options.hpp"
+#include "gpufeed/doctor/report.hpp"
 
 namespace gpufeed::detail::doctor {
 

@@ -1,5 +1,5 @@
-// gpufeed — pack() and verify_pack(): the definitions declared in gpufeed/pack.hpp (included at
-// its end).
+// gpufeed — pack() and verify_pack(): the definitions declared in gpufeed/pack/pack.hpp
+// (included at its end).
 //
 // Flow: check options and inputs (stat every file: a missing one fails before out_dir is
 // touched), plan shards and batches (plan.hpp), prepare out_dir (output.hpp), then workers read
@@ -12,13 +12,17 @@
 #include <limits>
 #include <thread>
 
-#include "gpufeed/pack.hpp"
+#include "gpufeed/pack/pack.hpp"
 
 namespace gpufeed {
 
 namespace detail::pack {
 
 inline void check_options(const std::vector<pack_input>& inputs, const pack_options& o) {
+  if (o.format == shard_format::hdf5 && !has_hdf5_writer)
+    throw config_error("pack: this program has no HDF5 shard writer (link gpufeed::pack_hdf5)");
+  if (o.format == shard_format::lmdb && !has_lmdb_writer)
+    throw config_error("pack: this program has no LMDB shard writer (link gpufeed::pack_lmdb)");
   if (inputs.empty()) throw config_error("pack: no input files");
   if (o.shard_bytes == 0) throw config_error("pack: shard_bytes must be > 0");
   if (o.deflate_level < 0 || o.deflate_level > 9)
@@ -97,6 +101,8 @@ inline void remove_quietly(const std::vector<std::filesystem::path>& paths) noex
   }
 }
 
+#if defined(GPUFEED_PACK_HDF5)
+// What an HDF5 shard stores beside its records: offsets, names, labels.
 inline shard_meta meta_for(const pack_plan& plan, const shard_plan& s,
                            const std::vector<pack_input>& inputs) {
   shard_meta m;
@@ -112,8 +118,11 @@ inline shard_meta meta_for(const pack_plan& plan, const shard_plan& s,
   m.offsets.push_back(s.bytes);
   return m;
 }
+#endif
 
 }  // namespace detail::pack
+
+inline namespace GPUFEED_PACK_FORMATS {
 
 inline pack_result pack(const std::vector<pack_input>& inputs, const std::filesystem::path& out_dir,
                         const pack_options& o) {
@@ -158,7 +167,11 @@ inline pack_result pack(const std::vector<pack_input>& inputs, const std::filesy
       const std::string name = d::shard_name(o.prefix, si, lmdb);
       const fs::path tmp = out_dir / d::temp_name(name), final_path = out_dir / name;
       written.push_back(tmp);
+#if defined(GPUFEED_PACK_HDF5)
       std::optional<d::hdf5_shard_writer> h5;
+      if (!lmdb) h5.emplace(tmp, s.bytes, s.chunk, level, d::meta_for(plan, s, inputs));
+#endif
+#if defined(GPUFEED_PACK_LMDB)
       std::optional<d::lmdb_shard_writer> mdb;
       if (lmdb) {
         std::vector<std::uint64_t> values;
@@ -166,9 +179,8 @@ inline pack_result pack(const std::vector<pack_input>& inputs, const std::filesy
           values.push_back(
               d::lmdb_value_size(plan.sizes[r], res.lmdb_datum, inputs[r].label.value_or(0)));
         mdb.emplace(tmp, d::lmdb_map_bound(values), res.lmdb_datum);
-      } else {
-        h5.emplace(tmp, s.bytes, s.chunk, level, d::meta_for(plan, s, inputs));
       }
+#endif
       for (std::size_t k = s.first_batch; k < s.first_batch + s.batches; ++k) {
         d::batch_data b = pipe.take(k);
         const d::batch_plan& bp = plan.batches[k];
@@ -177,25 +189,31 @@ inline pack_result pack(const std::vector<pack_input>& inputs, const std::filesy
           const std::uint64_t hi = std::min(plan.end_of(r), bp.end);
           const std::uint32_t piece = b.crc[r - bp.first_record];
           crc[r] = lo == plan.offset[r] ? piece : d::crc32_join(crc[r], piece, hi - lo);
+#if defined(GPUFEED_PACK_LMDB)
           if (mdb) {
             if (lo == plan.offset[r])
               mdb->begin_record(r, plan.sizes[r], inputs[r].label.value_or(0));
             mdb->append(b.bytes.data() + (lo - bp.begin), hi - lo);
+            if (hi == plan.end_of(r)) mdb->end_record();
           }
-          if (hi == plan.end_of(r)) {
-            if (mdb) mdb->end_record();
-            ++prog.files_done;
-          }
+#endif
+          if (hi == plan.end_of(r)) ++prog.files_done;
         }
+#if defined(GPUFEED_PACK_HDF5)
         if (h5) h5->write(bp.begin, b);
+#endif
         prog.bytes_done += bp.end - bp.begin;
         pipe.recycle(std::move(b));
         meter.report();
       }
+#if defined(GPUFEED_PACK_HDF5)
       if (h5) h5->finish();
-      if (mdb) mdb->finish();
       h5.reset();
+#endif
+#if defined(GPUFEED_PACK_LMDB)
+      if (mdb) mdb->finish();
       mdb.reset();
+#endif
       std::error_code ec;
       fs::rename(tmp, final_path, ec);
       if (ec) d::throw_fs("cannot rename a finished shard to its final name", tmp, "rename", ec);
@@ -288,5 +306,7 @@ inline void verify_pack(const pack_result& result, std::size_t threads) {
                      s.file);
   }
 }
+
+}  // inline namespace GPUFEED_PACK_FORMATS
 
 }  // namespace gpufeed

@@ -1,5 +1,5 @@
 // gpufeed — pack(): writing one HDF5 shard in the blob layout hdf5_source detects (part of
-// gpufeed/pack.hpp).
+// gpufeed/pack/pack.hpp).
 //
 //   data           uint8[bytes]   the records back to back; contiguous, or chunked + deflate
 //   offsets        uint64[N+1]    record i = data[offsets[i] .. offsets[i+1])
@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "gpufeed/detail/hdf5/library.hpp"
-#include "gpufeed/detail/pack/output.hpp"
-#include "gpufeed/detail/pack/reading.hpp"
+#include "gpufeed/pack/detail/output.hpp"
+#include "gpufeed/pack/detail/reading.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail::pack {

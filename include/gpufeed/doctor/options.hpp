@@ -1,5 +1,5 @@
 // gpufeed — the host doctor checks' options: a leaf header (no detail/) so that doctor.hpp and
-// the detail/doctor code that runs the checks both name these types.
+// the doctor/detail code that runs the checks both name these types.
 #pragma once
 
 #include <cstddef>

@@ -6,7 +6,7 @@
 //
 // Progress goes to stderr: one line updated in place when stderr is a terminal, else a line
 // every 5 seconds. The summary goes to stdout. --quiet prints neither (errors still print).
-#include "gpufeed/pack.hpp"
+#include "gpufeed/pack/pack.hpp"
 
 #include <unistd.h>
 

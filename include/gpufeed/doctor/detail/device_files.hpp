@@ -13,7 +13,7 @@
 #include <system_error>
 #include <vector>
 
-#include "gpufeed/doctor_report.hpp"
+#include "gpufeed/doctor/report.hpp"
 
 namespace gpufeed::detail::doctor {
 

@@ -1,5 +1,5 @@
 // gpufeed — reading back what pack stores beside an HDF5 shard's records (part of
-// gpufeed/pack.hpp).
+// gpufeed/pack/pack.hpp).
 #pragma once
 
 #include <hdf5.h>
