@@ -111,7 +111,7 @@ peer=()
 step gpufeed_bench 170 "${cxx[@]}" "$bin/gpufeed-bench" "${common[@]}" --workers 8,12,14,16 --prefetch 4,8 \
   --case-seconds 1 --repeats 3 --naive-threads 4,8,16 --skip first-batch,epochs "${peer[@]}" \
   --json >"$work/bench.json"
-step hdf5_read_bench 90 "${cxx[@]}" "$bin/hdf5_read_bench" --gib "${RUN_H200_GIB:-0.5}" --threads "${RUN_H200_THREADS:-16}" --dir /tmp --json \
+step hdf5_read_bench 240 "${cxx[@]}" "$bin/hdf5_read_bench" --gib "${RUN_H200_GIB:-0.5}" --threads "${RUN_H200_THREADS:-16}" --dir /tmp --json \
   >"$work/hdf5.json"
 
 combine table

@@ -42,7 +42,8 @@ struct hdf5_shard_info {
   std::vector<std::uint64_t> shape;  // of the data dataset
   std::string storage;               // "contiguous", "chunked", "compact", "virtual", "external"
   std::vector<std::uint64_t> chunk_shape;  // empty unless chunked
-  std::vector<std::string> filters;        // "deflate(level)", "shuffle", "fletcher32", other names
+  std::vector<std::string> filters;  // "deflate(level)", "shuffle", "fletcher32", "lz4", "zstd",
+                                     // "blosc", "bitshuffle[(lz4|zstd)]", other names
   // Named read_path, not path: `path` is the file.
   hdf5_read_path read_path = hdf5_read_path::pread_raw;
   std::string fallback_reason;   // why h5dread_fallback, else empty
