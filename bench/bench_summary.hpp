@@ -194,7 +194,7 @@ inline summary summarise(const std::vector<result>& rs, const std::vector<nlohma
     s.lines.push_back(buf);
   }
 
-  // Targets (issue 6). Throughput targets hold on the device target only.
+  // Targets (bench/README.md). Throughput targets hold on the device target only.
   const std::size_t k16 = 16384;
   const result* h2d = best_of(rs, [](const result& r) { return r.loader == "limit:pinned_h2d"; });
   for (const char* f : {"hdf5", "lmdb"}) {

@@ -430,7 +430,7 @@ int main(int argc, char** argv) {
   using bench::options;
   options o;
   CLI::App app{"gpufeed-bench: gpufeed against the naive loader and the machine's limits, on the "
-               "same data in the same run (issue 6; see bench/README.md)"};
+               "same data in the same run (see bench/README.md)"};
   bench::add_options(app, o);
   CLI11_PARSE(app, argc, argv);
   try {

@@ -23,9 +23,7 @@ if(NOT GPUFEED_ENABLE_CUDA STREQUAL "OFF")
     add_library(gpufeed_cuda INTERFACE)
     add_library(gpufeed::cuda ALIAS gpufeed_cuda)
     set_target_properties(gpufeed_cuda PROPERTIES EXPORT_NAME cuda)
-    # dl: NVML is loaded at run time by the doctor (dlopen is in libc only from glibc 2.34).
-    target_link_libraries(gpufeed_cuda INTERFACE gpufeed CUDA::cudart CUDA::nvtx3 CCCL::CCCL
-                          ${CMAKE_DL_LIBS})
+    target_link_libraries(gpufeed_cuda INTERFACE gpufeed CUDA::cudart CUDA::nvtx3 CCCL::CCCL)
     list(APPEND GPUFEED_COMPONENTS cuda)
   elseif(GPUFEED_ENABLE_CUDA STREQUAL "ON")
     message(FATAL_ERROR "GPUFEED_ENABLE_CUDA=ON but the CUDA Toolkit (with CCCL) was not found: "
@@ -66,6 +64,49 @@ if(LMDB_FOUND)
   list(APPEND GPUFEED_COMPONENTS lmdb)
 else()
   message(STATUS "gpufeed: LMDB not found (apt install liblmdb-dev); the lmdb component is not built")
+endif()
+
+# --- doctor: gpufeed/doctor/ (host checks, report). Its GPU checks, gpufeed/cuda/doctor/, need
+# the cuda component as well. dl: NVML is loaded at run time (dlopen is in libc only from glibc
+# 2.34).
+add_library(gpufeed_doctor INTERFACE)
+add_library(gpufeed::doctor ALIAS gpufeed_doctor)
+set_target_properties(gpufeed_doctor PROPERTIES EXPORT_NAME doctor)
+target_link_libraries(gpufeed_doctor INTERFACE gpufeed ${CMAKE_DL_LIBS})
+list(APPEND GPUFEED_COMPONENTS doctor)
+
+# --- pack: gpufeed/pack/ with the HDF5 writer (pack_hdf5: needs only hdf5), the LMDB writer
+# (pack_lmdb: needs only lmdb, and zlib for checksums), or every writer this build has (pack).
+# The defines choose the writers pack/pack.hpp compiles (see "Formats" there).
+if(TARGET gpufeed_hdf5)
+  add_library(gpufeed_pack_hdf5 INTERFACE)
+  add_library(gpufeed::pack_hdf5 ALIAS gpufeed_pack_hdf5)
+  set_target_properties(gpufeed_pack_hdf5 PROPERTIES EXPORT_NAME pack_hdf5)
+  target_link_libraries(gpufeed_pack_hdf5 INTERFACE gpufeed_hdf5)
+  target_compile_definitions(gpufeed_pack_hdf5 INTERFACE GPUFEED_PACK_HDF5)
+  list(APPEND GPUFEED_COMPONENTS pack_hdf5)
+endif()
+if(NOT ZLIB_FOUND)
+  find_package(ZLIB QUIET)
+endif()
+if(TARGET gpufeed_lmdb AND ZLIB_FOUND)
+  add_library(gpufeed_pack_lmdb INTERFACE)
+  add_library(gpufeed::pack_lmdb ALIAS gpufeed_pack_lmdb)
+  set_target_properties(gpufeed_pack_lmdb PROPERTIES EXPORT_NAME pack_lmdb)
+  target_link_libraries(gpufeed_pack_lmdb INTERFACE gpufeed_lmdb ZLIB::ZLIB)
+  target_compile_definitions(gpufeed_pack_lmdb INTERFACE GPUFEED_PACK_LMDB)
+  list(APPEND GPUFEED_COMPONENTS pack_lmdb)
+endif()
+if(TARGET gpufeed_pack_hdf5 OR TARGET gpufeed_pack_lmdb)
+  add_library(gpufeed_pack INTERFACE)
+  add_library(gpufeed::pack ALIAS gpufeed_pack)
+  set_target_properties(gpufeed_pack PROPERTIES EXPORT_NAME pack)
+  foreach(f hdf5 lmdb)
+    if(TARGET gpufeed_pack_${f})
+      target_link_libraries(gpufeed_pack INTERFACE gpufeed_pack_${f})
+    endif()
+  endforeach()
+  list(APPEND GPUFEED_COMPONENTS pack)
 endif()
 
 # --- all: every component this build has.

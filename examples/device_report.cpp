@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <exception>
 
-#include "gpufeed/cuda/doctor.hpp"
+#include "gpufeed/cuda/doctor/gpu_checks.hpp"
 
 int main() {
   try {

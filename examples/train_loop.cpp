@@ -27,7 +27,7 @@
 #include "gpufeed/hdf5_source.hpp"
 #include "gpufeed/lmdb_source.hpp"
 #include "gpufeed/loader.hpp"
-#include "gpufeed/pack.hpp"
+#include "gpufeed/pack/pack.hpp"
 #include "gpufeed/verdict.hpp"
 #include "train_step.hpp"
 

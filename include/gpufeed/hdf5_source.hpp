@@ -68,48 +68,9 @@
 #include "gpufeed/detail/hdf5/record_reader.hpp"
 #include "gpufeed/detail/hdf5/source_state.hpp"
 #include "gpufeed/error.hpp"
+#include "gpufeed/hdf5_options.hpp"
 
 namespace gpufeed {
-
-struct hdf5_options {
-  std::string dataset = "data";  // fixed-shape dataset: record = one row along dimension 0
-  std::string label_dataset;     // optional 1-D integer dataset, one entry per record
-  enum class layout_kind { automatic, fixed, blob };
-  // automatic: blob when `dataset` is 1-D uint8 and an "offsets" dataset sits beside it
-  // (record i = data[offsets[i] .. offsets[i+1])); otherwise fixed.
-  layout_kind layout = layout_kind::automatic;
-};
-
-enum class hdf5_read_path { pread_raw, pread_decode, h5dread_fallback };
-
-inline std::string to_string(hdf5_read_path p) {
-  switch (p) {
-    case hdf5_read_path::pread_raw:
-      return "pread_raw";
-    case hdf5_read_path::pread_decode:
-      return "pread_decode";
-    case hdf5_read_path::h5dread_fallback:
-      return "h5dread_fallback";
-  }
-  return "unknown";
-}
-
-struct hdf5_shard_info {
-  std::filesystem::path path;
-  std::uint64_t first_record = 0, records = 0;  // place in the global record space
-  std::string layout;                           // "fixed" or "blob"
-  std::string dtype;                 // "uint8", "int16", "float32", ... (+ " big-endian")
-  std::vector<std::uint64_t> shape;  // of the data dataset
-  std::string storage;               // "contiguous", "chunked", "compact", "virtual", "external"
-  std::vector<std::uint64_t> chunk_shape;  // empty unless chunked
-  std::vector<std::string> filters;  // "deflate(level)", "shuffle", "fletcher32", "lz4", "zstd",
-                                     // "blosc", "bitshuffle[(lz4|zstd)]", other names
-  // Named read_path, not path: the brief's sketch used `path` for both this and the file, which
-  // cannot compile.
-  hdf5_read_path read_path = hdf5_read_path::pread_raw;
-  std::string fallback_reason;   // why h5dread_fallback, else empty
-  std::uint64_t data_bytes = 0;  // decoded bytes of all records in this shard
-};
 
 // Models gpufeed::source, labeled_source, fixed_size_aware_source and reader_source. Move-only;
 // readers refer to the source, which must outlive them.
@@ -118,30 +79,9 @@ class hdf5_source {
   explicit hdf5_source(const std::filesystem::path& shard, hdf5_options options = {})
       : hdf5_source(std::vector<std::filesystem::path>{shard}, std::move(options)) {}
 
-  explicit hdf5_source(std::vector<std::filesystem::path> shards, hdf5_options options = {}) {
-    detail::hdf5::open_request req;
-    req.dataset = options.dataset;
-    req.label_dataset = options.label_dataset;
-    req.layout = static_cast<int>(options.layout);
-    state_ = std::make_unique<detail::hdf5::source_state>(shards, req);
-    for (std::size_t k = 0; k < state_->shards.size(); ++k) {
-      const auto& s = state_->shards[k];
-      const auto& d = s.description;
-      hdf5_shard_info info;
-      info.path = shards[k];
-      info.first_record = state_->first[k];
-      info.records = s.records;
-      info.layout = d.layout;
-      info.dtype = d.dtype;
-      info.shape = d.shape;
-      info.storage = d.storage;
-      info.chunk_shape = d.chunk_shape;
-      info.filters = d.filters;
-      info.read_path = static_cast<hdf5_read_path>(d.path);
-      info.fallback_reason = d.fallback_reason;
-      info.data_bytes = d.data_bytes;
-      info_.push_back(std::move(info));
-    }
+  explicit hdf5_source(std::vector<std::filesystem::path> shards, hdf5_options options = {})
+      : state_(std::make_unique<detail::hdf5::source_state>(shards, options)) {
+    for (const auto& s : state_->shards) info_.push_back(s.description);
   }
 
   hdf5_source(const hdf5_source&) = delete;

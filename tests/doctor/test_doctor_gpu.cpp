@@ -8,7 +8,7 @@
 
 #include "gpufeed/cuda/check.hpp"
 #include "gpufeed/cuda/device.hpp"
-#include "gpufeed/cuda/doctor.hpp"
+#include "gpufeed/cuda/doctor/gpu_checks.hpp"
 
 using namespace gpufeed;
 

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "gpufeed/cuda/device.hpp"
-#include "gpufeed/cuda/doctor.hpp"
+#include "gpufeed/cuda/doctor/gpu_checks.hpp"
 #include "fake_nvml_path.hpp"
 
 using namespace gpufeed;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "fake_nvml_path.hpp"
-#include "gpufeed/cuda/doctor.hpp"
+#include "gpufeed/cuda/doctor/gpu_checks.hpp"
 
 using namespace gpufeed;
 namespace cd = gpufeed::cuda::detail;

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "gpufeed/doctor.hpp"
+#include "gpufeed/doctor/doctor.hpp"
 #include "test_util.hpp"
 
 using namespace gpufeed;

@@ -7,9 +7,9 @@
 #include <string>
 
 #include "fake_nvml_path.hpp"
-#include "gpufeed/detail/doctor/format.hpp"
-#include "gpufeed/detail/doctor/nvml.hpp"
-#include "gpufeed/doctor.hpp"
+#include "gpufeed/doctor/detail/format.hpp"
+#include "gpufeed/doctor/detail/nvml.hpp"
+#include "gpufeed/doctor/doctor.hpp"
 
 using namespace gpufeed;
 namespace dd = gpufeed::detail::doctor;

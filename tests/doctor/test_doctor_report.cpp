@@ -8,7 +8,7 @@
 #include <limits>
 #include <string>
 
-#include "gpufeed/doctor_report.hpp"
+#include "gpufeed/doctor/report.hpp"
 
 using gpufeed::check_status;
 using gpufeed::doctor_check;

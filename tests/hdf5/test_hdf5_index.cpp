@@ -32,7 +32,7 @@ H5D_chunk_index_t index_type(const std::filesystem::path& path) {
 
 // Compares every indexed chunk with H5Dget_chunk_info_by_coord; returns the mismatches.
 int compare_index(const std::filesystem::path& path) {
-  detail::hdf5::open_request req;
+  gpufeed::hdf5_options req;
   const auto s = detail::hdf5::open_shard(path, req);
   REQUIRE(s.kind == detail::hdf5::read_kind::chunked);
   h5_id f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose, "H5Fopen");

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "gpufeed/pack.hpp"
+#include "gpufeed/pack/pack.hpp"
 #include "pack_test_util.hpp"
 #include "test_util.hpp"
 

@@ -12,7 +12,8 @@
 
 #include "gpufeed/hdf5_source.hpp"
 #include "gpufeed/lmdb_source.hpp"
-#include "gpufeed/pack.hpp"
+#include "gpufeed/pack/hdf5_extras.hpp"
+#include "gpufeed/pack/pack.hpp"
 #include "h5_writer.hpp"
 #include "pack_test_util.hpp"
 #include "test_util.hpp"

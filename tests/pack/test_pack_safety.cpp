@@ -9,7 +9,8 @@
 #include <vector>
 
 #include "gpufeed/hdf5_source.hpp"
-#include "gpufeed/pack.hpp"
+#include "gpufeed/pack/hdf5_extras.hpp"
+#include "gpufeed/pack/pack.hpp"
 #include "pack_test_util.hpp"
 #include "test_util.hpp"
 

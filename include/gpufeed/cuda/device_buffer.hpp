@@ -12,39 +12,43 @@
 #include <utility>
 
 #include "gpufeed/cuda/check.hpp"
+#include "gpufeed/detail/unique_handle.hpp"
 
 namespace gpufeed::cuda {
 
 class device_buffer {
+  // The allocation and its size move together, so a moved-from buffer is empty (size() == 0).
+  struct allocation {
+    void* data = nullptr;
+    std::size_t bytes = 0;
+    bool operator==(const allocation&) const noexcept = default;
+  };
+  struct free_memory {
+    void operator()(allocation a) const noexcept { GPUFEED_CUDA_LOG(cudaFree(a.data)); }
+  };
+
  public:
   device_buffer() noexcept = default;
   // Allocates on the current device.
-  explicit device_buffer(std::size_t bytes) : bytes_(bytes) {
-    if (bytes) GPUFEED_CUDA_TRY(cudaMalloc(&data_, bytes));
-  }
-  device_buffer(device_buffer&& o) noexcept
-      : data_(std::exchange(o.data_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-  device_buffer& operator=(device_buffer&& o) noexcept {
-    std::swap(data_, o.data_);
-    std::swap(bytes_, o.bytes_);
-    return *this;
-  }
-  device_buffer(const device_buffer&) = delete;
-  device_buffer& operator=(const device_buffer&) = delete;
-  ~device_buffer() {
-    if (data_) GPUFEED_CUDA_LOG(cudaFree(data_));
+  explicit device_buffer(std::size_t bytes) {
+    if (bytes) {
+      void* p = nullptr;
+      GPUFEED_CUDA_TRY(cudaMalloc(&p, bytes));
+      mem_ = gpufeed::detail::unique_handle<allocation, free_memory>(allocation{p, bytes});
+    }
   }
 
-  [[nodiscard]] std::byte* data() const noexcept { return static_cast<std::byte*>(data_); }
-  [[nodiscard]] std::size_t size() const noexcept { return bytes_; }
+  [[nodiscard]] std::byte* data() const noexcept {
+    return static_cast<std::byte*>(mem_.get().data);
+  }
+  [[nodiscard]] std::size_t size() const noexcept { return mem_.get().bytes; }
   template <class T>
   [[nodiscard]] T* as() const noexcept {
-    return static_cast<T*>(data_);
+    return static_cast<T*>(mem_.get().data);
   }
 
  private:
-  void* data_ = nullptr;
-  std::size_t bytes_ = 0;
+  gpufeed::detail::unique_handle<allocation, free_memory> mem_;  // move-only through it
 };
 
 }  // namespace gpufeed::cuda

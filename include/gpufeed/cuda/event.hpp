@@ -10,35 +10,30 @@
 #include <utility>
 
 #include "gpufeed/cuda/check.hpp"
+#include "gpufeed/detail/unique_handle.hpp"
 
 namespace gpufeed::cuda {
 
 class event {
+  struct destroy {
+    void operator()(cudaEvent_t e) const noexcept { GPUFEED_CUDA_LOG(cudaEventDestroy(e)); }
+  };
+
  public:
   enum class timing : bool { disabled = false, enabled = true };
 
   explicit event(timing t = timing::disabled) {
     GPUFEED_CUDA_TRY(cudaEventCreateWithFlags(
-        &handle_, t == timing::enabled ? cudaEventDefault : cudaEventDisableTiming));
-  }
-  event(event&& o) noexcept : handle_(std::exchange(o.handle_, nullptr)) {}
-  event& operator=(event&& o) noexcept {
-    std::swap(handle_, o.handle_);
-    return *this;
-  }
-  event(const event&) = delete;
-  event& operator=(const event&) = delete;
-  ~event() {
-    if (handle_) GPUFEED_CUDA_LOG(cudaEventDestroy(handle_));
+        handle_.out(), t == timing::enabled ? cudaEventDefault : cudaEventDisableTiming));
   }
 
-  [[nodiscard]] cudaEvent_t get() const noexcept { return handle_; }
-  operator cudaEvent_t() const noexcept { return handle_; }  // NOLINT: a handle is its value
+  [[nodiscard]] cudaEvent_t get() const noexcept { return handle_.get(); }
+  operator cudaEvent_t() const noexcept { return get(); }  // NOLINT: a handle is its value
 
-  void record(cudaStream_t s) const { GPUFEED_CUDA_TRY(cudaEventRecord(handle_, s)); }
+  void record(cudaStream_t s) const { GPUFEED_CUDA_TRY(cudaEventRecord(get(), s)); }
   // True once the work captured by the last record() has completed (or if never recorded).
   [[nodiscard]] bool ready() const {
-    const cudaError_t s = cudaEventQuery(handle_);
+    const cudaError_t s = cudaEventQuery(get());
     if (s == cudaErrorNotReady) {
       (void)cudaGetLastError();
       return false;
@@ -46,17 +41,17 @@ class event {
     GPUFEED_CUDA_TRY(s);
     return true;
   }
-  void synchronize() const { GPUFEED_CUDA_TRY(cudaEventSynchronize(handle_)); }
+  void synchronize() const { GPUFEED_CUDA_TRY(cudaEventSynchronize(get())); }
 
   // Milliseconds between two completed, timing-enabled events.
   [[nodiscard]] static float elapsed_ms(const event& start, const event& stop) {
     float ms = 0.0f;
-    GPUFEED_CUDA_TRY(cudaEventElapsedTime(&ms, start.handle_, stop.handle_));
+    GPUFEED_CUDA_TRY(cudaEventElapsedTime(&ms, start.get(), stop.get()));
     return ms;
   }
 
  private:
-  cudaEvent_t handle_ = nullptr;
+  gpufeed::detail::unique_handle<cudaEvent_t, destroy> handle_;  // move-only through it
 };
 
 }  // namespace gpufeed::cuda

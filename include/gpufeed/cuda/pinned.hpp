@@ -16,34 +16,38 @@
 #include <utility>
 
 #include "gpufeed/cuda/check.hpp"
+#include "gpufeed/detail/unique_handle.hpp"
 
 namespace gpufeed::cuda {
 
 class pinned_buffer {
+  // The allocation and its size move together, so a moved-from buffer is empty (size() == 0).
+  struct allocation {
+    void* data = nullptr;
+    std::size_t bytes = 0;
+    bool operator==(const allocation&) const noexcept = default;
+  };
+  struct free_memory {
+    void operator()(allocation a) const noexcept { GPUFEED_CUDA_LOG(cudaFreeHost(a.data)); }
+  };
+
  public:
   pinned_buffer() noexcept = default;
-  explicit pinned_buffer(std::size_t bytes) : bytes_(bytes) {
-    if (bytes) GPUFEED_CUDA_TRY(cudaMallocHost(&data_, bytes));
-  }
-  pinned_buffer(pinned_buffer&& o) noexcept
-      : data_(std::exchange(o.data_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-  pinned_buffer& operator=(pinned_buffer&& o) noexcept {
-    std::swap(data_, o.data_);
-    std::swap(bytes_, o.bytes_);
-    return *this;
-  }
-  pinned_buffer(const pinned_buffer&) = delete;
-  pinned_buffer& operator=(const pinned_buffer&) = delete;
-  ~pinned_buffer() {
-    if (data_) GPUFEED_CUDA_LOG(cudaFreeHost(data_));
+  explicit pinned_buffer(std::size_t bytes) {
+    if (bytes) {
+      void* p = nullptr;
+      GPUFEED_CUDA_TRY(cudaMallocHost(&p, bytes));
+      mem_ = gpufeed::detail::unique_handle<allocation, free_memory>(allocation{p, bytes});
+    }
   }
 
-  [[nodiscard]] std::byte* data() const noexcept { return static_cast<std::byte*>(data_); }
-  [[nodiscard]] std::size_t size() const noexcept { return bytes_; }
+  [[nodiscard]] std::byte* data() const noexcept {
+    return static_cast<std::byte*>(mem_.get().data);
+  }
+  [[nodiscard]] std::size_t size() const noexcept { return mem_.get().bytes; }
 
  private:
-  void* data_ = nullptr;
-  std::size_t bytes_ = 0;
+  gpufeed::detail::unique_handle<allocation, free_memory> mem_;  // move-only through it
 };
 
 // std::pmr resource over cudaMallocHost/cudaFreeHost. cudaMallocHost sub-allocates: its pointers

@@ -11,34 +11,30 @@
 #include <utility>
 
 #include "gpufeed/cuda/check.hpp"
+#include "gpufeed/detail/unique_handle.hpp"
 
 namespace gpufeed::cuda {
 
 class stream {
+  struct destroy {
+    void operator()(cudaStream_t s) const noexcept { GPUFEED_CUDA_LOG(cudaStreamDestroy(s)); }
+  };
+
  public:
   // priority: lower numbers are higher priority (see cudaDeviceGetStreamPriorityRange); 0 is the
   // default priority.
   explicit stream(int priority = 0) {
-    GPUFEED_CUDA_TRY(cudaStreamCreateWithPriority(&handle_, cudaStreamNonBlocking, priority));
-  }
-  stream(stream&& o) noexcept : handle_(std::exchange(o.handle_, nullptr)) {}
-  stream& operator=(stream&& o) noexcept {
-    std::swap(handle_, o.handle_);  // o's destructor releases our old handle
-    return *this;
-  }
-  stream(const stream&) = delete;
-  stream& operator=(const stream&) = delete;
-  ~stream() {
-    if (handle_) GPUFEED_CUDA_LOG(cudaStreamDestroy(handle_));
+    GPUFEED_CUDA_TRY(
+        cudaStreamCreateWithPriority(handle_.out(), cudaStreamNonBlocking, priority));
   }
 
-  [[nodiscard]] cudaStream_t get() const noexcept { return handle_; }
-  operator cudaStream_t() const noexcept { return handle_; }  // NOLINT: a handle is its value
+  [[nodiscard]] cudaStream_t get() const noexcept { return handle_.get(); }
+  operator cudaStream_t() const noexcept { return get(); }  // NOLINT: a handle is its value
 
-  void synchronize() const { GPUFEED_CUDA_TRY(cudaStreamSynchronize(handle_)); }
+  void synchronize() const { GPUFEED_CUDA_TRY(cudaStreamSynchronize(get())); }
   // True when all work queued so far has completed.
   [[nodiscard]] bool idle() const {
-    const cudaError_t s = cudaStreamQuery(handle_);
+    const cudaError_t s = cudaStreamQuery(get());
     if (s == cudaErrorNotReady) {
       (void)cudaGetLastError();
       return false;
@@ -47,10 +43,10 @@ class stream {
     return true;
   }
   // Later work on this stream waits for e (no host synchronisation).
-  void wait(cudaEvent_t e) const { GPUFEED_CUDA_TRY(cudaStreamWaitEvent(handle_, e, 0)); }
+  void wait(cudaEvent_t e) const { GPUFEED_CUDA_TRY(cudaStreamWaitEvent(get(), e, 0)); }
 
  private:
-  cudaStream_t handle_ = nullptr;
+  gpufeed::detail::unique_handle<cudaStream_t, destroy> handle_;  // move-only through it
 };
 
 }  // namespace gpufeed::cuda

@@ -19,6 +19,12 @@
 #include <gpufeed/lmdb_source.hpp>
 #include <lmdb.h>
 #endif
+#ifdef GPUFEED_CONSUMER_HAS_DOCTOR
+#include <gpufeed/doctor/doctor.hpp>
+#endif
+#ifdef GPUFEED_CONSUMER_HAS_PACK
+#include <gpufeed/pack/pack.hpp>
+#endif
 
 int main() {
   // The loader on the host target over a tiny in-memory source: record i holds the 8 bytes of
@@ -79,6 +85,20 @@ int main() {
     return 1;
   } catch (const gpufeed::error& e) {
     std::printf("lmdb_source: %s\n", e.what());
+  }
+#endif
+#ifdef GPUFEED_CONSUMER_HAS_DOCTOR
+  gpufeed::doctor_report r;
+  gpufeed::add_storage_check(r, "");  // no path: a skip, measured nothing
+  if (!r.find("storage")) return 1;
+  std::printf("doctor: storage check added, exit code %d\n", r.exit_code());
+#endif
+#ifdef GPUFEED_CONSUMER_HAS_PACK
+  try {
+    (void)gpufeed::pack({}, "no-such-output", {});
+    return 1;
+  } catch (const gpufeed::config_error& e) {
+    std::printf("pack: %s\n", e.what());
   }
 #endif
   std::printf("consumer ok\n");

@@ -12,6 +12,7 @@
 #include <string>
 #include <utility>
 
+#include "gpufeed/detail/unique_handle.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail::hdf5 {
@@ -139,44 +140,27 @@ template <class ErrorT = library_error>
 
 // Owner of one hid_t, closed with the H5?close function it was made for. Move-only. Closing
 // takes the library mutex, so an owner may be destroyed on any thread.
-class handle {
+struct close_id {
+  static constexpr hid_t null = H5I_INVALID_HID;
+  herr_t (*close)(hid_t) = nullptr;  // H5Dclose, H5Fclose, ...
+  close_id() noexcept = default;
+  close_id(herr_t (*f)(hid_t)) noexcept : close(f) {}  // NOLINT: handle(id, H5Dclose)
+  void operator()(hid_t id) const noexcept {
+    if (id < 0 || !close) return;
+    std::lock_guard<std::recursive_mutex> g(library_mutex());
+    error_silencer s;
+    close(id);
+  }
+};
+class handle : public unique_handle<hid_t, close_id> {  // a class: a using would be shadowed
  public:
-  using closer = herr_t (*)(hid_t);
-  handle() noexcept = default;
-  handle(hid_t id, closer close) noexcept : id_(id), close_(close) {}
-  handle(const handle&) = delete;
-  handle& operator=(const handle&) = delete;
-  handle(handle&& o) noexcept
-      : id_(std::exchange(o.id_, H5I_INVALID_HID)), close_(std::exchange(o.close_, nullptr)) {}
-  handle& operator=(handle&& o) noexcept {
-    std::swap(id_, o.id_);
-    std::swap(close_, o.close_);
-    return *this;
-  }
-  ~handle() { reset(); }
-
-  [[nodiscard]] hid_t get() const noexcept { return id_; }
-  [[nodiscard]] bool valid() const noexcept { return id_ >= 0; }
-
-  void reset() noexcept {
-    if (id_ >= 0 && close_) {
-      std::lock_guard<std::recursive_mutex> g(library_mutex());
-      error_silencer s;
-      close_(id_);
-    }
-    id_ = H5I_INVALID_HID;
-    close_ = nullptr;
-  }
-
- private:
-  hid_t id_ = H5I_INVALID_HID;
-  closer close_ = nullptr;
+  using unique_handle::unique_handle;
 };
 
 // Wraps the result of an H5?open/create/get call, throwing ErrorT when it failed. The caller
 // holds a library_lock.
 template <class ErrorT = library_error>
-inline handle checked(hid_t id, handle::closer close, const char* api, const std::string& what,
+inline handle checked(hid_t id, herr_t (*close)(hid_t), const char* api, const std::string& what,
                       const std::string& file) {
   if (id < 0) throw_hdf5<ErrorT>(what, file, api, static_cast<long long>(id));
   return handle(id, close);

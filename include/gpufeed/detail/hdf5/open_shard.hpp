@@ -26,14 +26,9 @@
 #include "gpufeed/detail/hdf5/library.hpp"
 #include "gpufeed/detail/hdf5/shard.hpp"
 #include "gpufeed/error.hpp"
+#include "gpufeed/hdf5_options.hpp"
 
 namespace gpufeed::detail::hdf5 {
-
-struct open_request {
-  std::string dataset = "data";
-  std::string label_dataset;
-  int layout = 0;  // 0 automatic, 1 fixed, 2 blob
-};
 
 // a * b, or format_error when it overflows 64 bits.
 inline std::uint64_t mul_checked(std::uint64_t a, std::uint64_t b, const std::string& file) {
@@ -162,7 +157,7 @@ inline bool has_hdf5_signature(const posix_file& f) {
 // Opens and indexes one shard. io_error when the file cannot be opened; format_error when it is
 // not HDF5, lacks a dataset or has inconsistent contents; unsupported_error for a non-numeric
 // dtype; library_error when HDF5 fails otherwise.
-inline shard_index open_shard(const std::filesystem::path& p, const open_request& req) {
+inline shard_index open_shard(const std::filesystem::path& p, const hdf5_options& req) {
   shard_index s;
   s.path = p.string();
   s.file = posix_file(p);
@@ -201,9 +196,9 @@ inline shard_index open_shard(const std::filesystem::path& p, const open_request
   const std::string offsets_name = sibling(req.dataset, "offsets");
   const bool bytes_1d = s.rank == 1 && dt.name == "uint8";
   handle offs;
-  if (req.layout == 2) {
+  if (req.layout == hdf5_options::layout_kind::blob) {
     offs = open_dataset(fid.get(), offsets_name, file);
-  } else if (req.layout == 0 && bytes_1d &&
+  } else if (req.layout == hdf5_options::layout_kind::automatic && bytes_1d &&
              H5Lexists(fid.get(), offsets_name.c_str(), H5P_DEFAULT) > 0) {
     offs = open_dataset(fid.get(), offsets_name, file);
   }
@@ -234,7 +229,9 @@ inline shard_index open_shard(const std::filesystem::path& p, const open_request
   if (!req.label_dataset.empty())
     s.labels = read_labels(fid.get(), req.label_dataset, s.records, file, s.file.size());
 
-  shard_description& desc = s.description;
+  hdf5_shard_info& desc = s.description;
+  desc.path = p;
+  desc.records = s.records;
   desc.layout = s.blob ? "blob" : "fixed";
   desc.dtype = dt.name;
   desc.shape = dims;
@@ -246,9 +243,10 @@ inline shard_index open_shard(const std::filesystem::path& p, const open_request
     s.dataset = std::move(dset);
     s.memtype = std::move(dt.memtype);
     s.dataset_name = req.dataset;
-    desc.path = 2;
+    desc.read_path = hdf5_read_path::h5dread_fallback;
   } else {
-    desc.path = (s.swap || !s.pipeline.empty()) ? 1 : 0;
+    desc.read_path = (s.swap || !s.pipeline.empty()) ? hdf5_read_path::pread_decode
+                                                     : hdf5_read_path::pread_raw;
   }
   return s;
 }

@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gpufeed/detail/byte_buffer.hpp"
 #include "gpufeed/detail/hdf5/chunk_decoders.hpp"
 #include "gpufeed/detail/hdf5/filters.hpp"
 #include "gpufeed/detail/hdf5/geometry.hpp"
@@ -27,28 +28,6 @@
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail::hdf5 {
-
-// A grow-only byte buffer that is never zero-filled (decoding overwrites all of it).
-class scratch {
- public:
-  std::span<std::byte> get(std::size_t n) {
-    if (n > capacity_) {
-      data_.reset(new std::byte[n]);
-      capacity_ = n;
-    }
-    return {data_.get(), n};
-  }
-  [[nodiscard]] const std::byte* data() const noexcept { return data_.get(); }
-  [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
-  void release() noexcept {
-    data_.reset();
-    capacity_ = 0;
-  }
-
- private:
-  std::unique_ptr<std::byte[]> data_;
-  std::size_t capacity_ = 0;
-};
 
 // Least-recently-used decoded chunks, keyed by a source-wide chunk number.
 class chunk_cache {
@@ -90,7 +69,7 @@ class chunk_cache {
     return victim;
   }
   std::span<std::byte> buffer(std::size_t k, std::size_t bytes) {
-    return slots_[k].bytes.get(bytes);
+    return slots_[k].bytes.resize(bytes);
   }
   void commit(std::size_t k, std::uint64_t key) {
     slots_[k].key = key;
@@ -112,7 +91,7 @@ class chunk_cache {
   struct slot {
     std::uint64_t key = no_key;
     std::uint64_t used = 0;
-    scratch bytes;
+    byte_buffer bytes;
   };
   std::size_t capacity_;
   std::uint64_t tick_ = 0;
@@ -227,7 +206,7 @@ class record_reader {
     int first = 0;  // the first filter applied when writing = the last one undone here
     while (!active(first)) ++first;
 
-    std::span<std::byte> cur = stored_.get(static_cast<std::size_t>(c.size));
+    std::span<std::byte> cur = stored_.resize(static_cast<std::size_t>(c.size));
     s.file.read_exact(cur.data(), cur.size(), c.address, global);
     for (int k = n - 1; k >= 0; --k) {
       if (!active(k)) continue;
@@ -256,7 +235,7 @@ class record_reader {
                   "filter pipeline");
         target = out;
       } else {
-        target = (cur.data() == a_.data() ? b_ : a_).get(want);
+        target = (cur.data() == a_.data() ? b_ : a_).resize(want);
       }
       if (f.kind == filter_kind::shuffle) {
         unshuffle(cur.data(), target.data(), cur.size(), f.element_size);
@@ -280,7 +259,7 @@ class record_reader {
     if (cur.data() != out.data()) std::memcpy(out.data(), cur.data(), out.size());
   }
 
-  scratch stored_, a_, b_;
+  byte_buffer stored_, a_, b_;
   chunk_decoders codecs_;
   chunk_cache cache_;
 };

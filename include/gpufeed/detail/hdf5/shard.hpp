@@ -16,6 +16,7 @@
 #include "gpufeed/detail/hdf5/library.hpp"
 #include "gpufeed/detail/posix_file.hpp"
 #include "gpufeed/error.hpp"
+#include "gpufeed/hdf5_options.hpp"
 
 namespace gpufeed::detail::hdf5 {
 
@@ -43,15 +44,6 @@ struct chunk_entry {
   std::uint32_t filter_mask = 0;
 };
 
-// Plain-data summary the public hdf5_shard_info is filled from.
-struct shard_description {
-  std::string layout, dtype, storage, fallback_reason;
-  std::vector<std::uint64_t> shape, chunk_shape;
-  std::vector<std::string> filters;
-  int path = 0;  // 0 pread_raw, 1 pread_decode, 2 h5dread_fallback
-  std::uint64_t data_bytes = 0;
-};
-
 struct shard_index {
   std::string path;
   posix_file file;
@@ -77,7 +69,7 @@ struct shard_index {
   handle memtype;
   std::string dataset_name;            // fallback: the dataset to reopen
   mutable bool fallback_stale = false;  // fallback: the last H5Dread failed; reopen first
-  shard_description description;
+  hdf5_shard_info description;          // what hdf5_source::shards() reports for this shard
 
   [[nodiscard]] std::size_t record_bytes(std::uint64_t local) const noexcept {
     return blob ? static_cast<std::size_t>(offsets[local + 1] - offsets[local]) : row_bytes;

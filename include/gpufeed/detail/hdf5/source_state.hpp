@@ -11,6 +11,7 @@
 #include "gpufeed/detail/hdf5/open_shard.hpp"
 #include "gpufeed/detail/hdf5/shard.hpp"
 #include "gpufeed/error.hpp"
+#include "gpufeed/hdf5_options.hpp"
 
 namespace gpufeed::detail::hdf5 {
 
@@ -47,7 +48,7 @@ struct source_state {
 
   // Opens every shard; format_error when they disagree on layout, dtype or row shape;
   // config_error naming the (first) file when no shard holds a record.
-  source_state(const std::vector<std::filesystem::path>& paths, const open_request& req) {
+  source_state(const std::vector<std::filesystem::path>& paths, const hdf5_options& req) {
     if (paths.empty()) throw config_error("hdf5_source: no shard paths given");
     shards.reserve(paths.size());
     first.push_back(0);
@@ -69,6 +70,7 @@ struct source_state {
                                ", or a different row shape)",
                            file_context(s.path));
       }
+      shards.back().description.first_record = first.back();
       first.push_back(first.back() + s.records);
       key_base.push_back(key_base.back() + (s.kind == read_kind::chunked ? s.grid.chunk_count : 0));
       max_record = std::max(max_record, s.max_record);

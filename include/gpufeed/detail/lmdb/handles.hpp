@@ -1,4 +1,5 @@
-// gpufeed — move-only owners of LMDB handles and the mapping of LMDB statuses to gpufeed errors.
+// gpufeed — move-only owners of LMDB handles (unique_handle, and read_txn) and the mapping of
+// LMDB statuses to gpufeed errors.
 #pragma once
 
 #include <lmdb.h>
@@ -7,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "gpufeed/detail/unique_handle.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail::lmdb {
@@ -36,29 +38,19 @@ namespace gpufeed::detail::lmdb {
   }
 }
 
+struct env_close {
+  void operator()(MDB_env* e) const noexcept { mdb_env_close(e); }
+};
 // Owns an MDB_env (mdb_env_close). Close it only after every transaction on it has ended.
-class env {
+class env : public unique_handle<MDB_env*, env_close> {  // a class: a using would be shadowed
  public:
-  env() noexcept = default;
-  explicit env(MDB_env* e) noexcept : env_(e) {}
-  env(env&& other) noexcept : env_(std::exchange(other.env_, nullptr)) {}
-  env& operator=(env&& other) noexcept {
-    std::swap(env_, other.env_);
-    return *this;
-  }
-  env(const env&) = delete;
-  env& operator=(const env&) = delete;
-  ~env() {
-    if (env_) mdb_env_close(env_);
-  }
-  [[nodiscard]] MDB_env* get() const noexcept { return env_; }
-
- private:
-  MDB_env* env_ = nullptr;
+  using unique_handle::unique_handle;
 };
 
-// Owns a read-only MDB_txn that is begun once and then reset/renewed (DESIGN.md §3): renewing
-// reuses the txn's memory (and, with a lock file, its reader slot) instead of allocating again.
+// Owns a read-only MDB_txn that is begun once and then reset/renewed (docs/design.md, "LMDB open
+// flags"): renewing reuses the txn's memory (and, with a lock file, its reader slot) instead of
+// allocating again. Not a unique_handle: whether the txn is active moves with it, and commit()
+// ends it without the abort the destructor would do.
 class read_txn {
  public:
   read_txn() noexcept = default;
@@ -112,19 +104,13 @@ class read_txn {
   bool active_ = false;
 };
 
+struct cursor_close {
+  void operator()(MDB_cursor* c) const noexcept { mdb_cursor_close(c); }
+};
 // Owns an MDB_cursor (mdb_cursor_close); used only while scanning a shard at open.
-class cursor {
+class cursor : public unique_handle<MDB_cursor*, cursor_close> {
  public:
-  explicit cursor(MDB_cursor* c) noexcept : cursor_(c) {}
-  cursor(const cursor&) = delete;
-  cursor& operator=(const cursor&) = delete;
-  ~cursor() {
-    if (cursor_) mdb_cursor_close(cursor_);
-  }
-  [[nodiscard]] MDB_cursor* get() const noexcept { return cursor_; }
-
- private:
-  MDB_cursor* cursor_;
+  using unique_handle::unique_handle;
 };
 
 }  // namespace gpufeed::detail::lmdb

@@ -1,6 +1,6 @@
 // gpufeed — opening one LMDB shard read-only and checking it can be read without crashing.
 //
-// Open sequence (DESIGN.md §3): the meta pages are checked with plain reads (meta_check.hpp),
+// Open sequence (docs/design.md, "LMDB open flags"): the meta pages are checked with plain reads (meta_check.hpp),
 // then mdb_env_create, maxreaders, (immutable: map exactly the file), mdb_env_open(MDB_RDONLY |
 // MDB_NOTLS | MDB_NORDAHEAD [| MDB_NOLOCK]), and — before any B-tree page is touched — the file
 // must hold every page the newest meta page says the database uses: a truncated data.mdb would

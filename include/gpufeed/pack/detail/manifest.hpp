@@ -1,0 +1,110 @@
+// gpufeed — pack(): the manifest text (part of gpufeed/pack/pack.hpp). Hand-written JSON: the
+// library has no JSON dependency, and the manifest is small and flat.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpufeed::detail::pack {
+
+// A JSON string literal. JSON text must be UTF-8: valid sequences pass through, each byte of an
+// invalid one becomes U+FFFD (file names are bytes on POSIX; a non-UTF-8 name is shown lossily).
+inline std::string json_string(std::string_view s) {
+  std::string out = "\"";
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const std::size_t n = s.size();
+  for (std::size_t i = 0; i < n;) {
+    const unsigned char c = p[i];
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+      ++i;
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+      ++i;
+    } else if (c < 0x80) {
+      out += static_cast<char>(c);
+      ++i;
+    } else {
+      // Length of a valid UTF-8 sequence starting here, or 0 (RFC 3629: no overlongs,
+      // surrogates or code points above U+10FFFF).
+      std::size_t len = 0;
+      if (c >= 0xc2 && c <= 0xdf)
+        len = 2;
+      else if (c >= 0xe0 && c <= 0xef)
+        len = 3;
+      else if (c >= 0xf0 && c <= 0xf4)
+        len = 4;
+      bool ok = len != 0 && i + len <= n;
+      for (std::size_t k = 1; ok && k < len; ++k) ok = (p[i + k] & 0xc0) == 0x80;
+      if (ok && len == 3) ok = !(c == 0xe0 && p[i + 1] < 0xa0) && !(c == 0xed && p[i + 1] > 0x9f);
+      if (ok && len == 4) ok = !(c == 0xf0 && p[i + 1] < 0x90) && !(c == 0xf4 && p[i + 1] > 0x8f);
+      if (ok) {
+        out.append(s.data() + i, len);
+        i += len;
+      } else {
+        out += "\xef\xbf\xbd";
+        ++i;
+      }
+    }
+  }
+  return out + "\"";
+}
+
+struct manifest_shard {
+  std::string file;
+  std::uint64_t records = 0, bytes = 0, first_record = 0;
+  std::uint32_t crc32 = 0;
+};
+
+struct manifest_data {
+  std::string format, version, prefix;
+  std::uint64_t records = 0, bytes = 0, shard_bytes = 0, chunk_bytes = 0;
+  int deflate_level = 0;
+  bool labels = false, datum = false;
+  std::vector<std::string> label_names;
+  std::vector<manifest_shard> shards;
+};
+
+inline std::string hex32(std::uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%08x", static_cast<unsigned>(v));
+  return buf;
+}
+
+// Starts with manifest_marker (output.hpp). Nothing in it depends on time or thread count.
+inline std::string manifest_text(const manifest_data& m) {
+  const auto num = [](std::uint64_t v) { return std::to_string(v); };
+  std::string t = "{\n  \"kind\": \"gpufeed pack manifest\",\n";
+  t += "  \"gpufeed_version\": " + json_string(m.version) + ",\n";
+  t += "  \"format\": " + json_string(m.format) + ",\n";
+  t += "  \"records\": " + num(m.records) + ",\n";
+  t += "  \"bytes\": " + num(m.bytes) + ",\n";
+  t += "  \"crc32_of\": \"zlib crc32 of a shard's record bytes, records in order\",\n";
+  t += "  \"shards\": [";
+  for (std::size_t i = 0; i < m.shards.size(); ++i) {
+    const manifest_shard& s = m.shards[i];
+    t += (i ? ",\n    {" : "\n    {");
+    t += "\"file\": " + json_string(s.file) + ", \"records\": " + num(s.records) +
+         ", \"bytes\": " + num(s.bytes) + ", \"first_record\": " + num(s.first_record) +
+         ", \"crc32\": \"" + hex32(s.crc32) + "\"}";
+  }
+  t += m.shards.empty() ? "],\n" : "\n  ],\n";
+  t += "  \"has_labels\": " + std::string(m.labels ? "true" : "false") + ",\n";
+  t += "  \"labels\": {";
+  for (std::size_t i = 0; i < m.label_names.size(); ++i)
+    t += (i ? ", " : "") + json_string(m.label_names[i]) + ": " + num(i);
+  t += "},\n";
+  t += "  \"options\": {\"shard_bytes\": " + num(m.shard_bytes) +
+       ", \"deflate_level\": " + std::to_string(m.deflate_level) +
+       ", \"chunk_bytes\": " + num(m.chunk_bytes) + ", \"prefix\": " + json_string(m.prefix) +
+       ", \"lmdb_datum\": " + (m.datum ? "true" : "false") + "}\n";
+  return t + "}\n";
+}
+
+}  // namespace gpufeed::detail::pack

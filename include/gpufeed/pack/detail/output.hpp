@@ -1,0 +1,179 @@
+// gpufeed — pack(): the output directory: shard names, refusing to overwrite what pack did not
+// write, temporary names and the manifest file (part of gpufeed/pack/pack.hpp).
+//
+// Every path pack writes is out_dir / <name>, where <name> is built only from the prefix
+// (checked: letters, digits, '.', '_', '-', not starting with '.'), a shard number and a fixed
+// suffix. Input names are data stored inside shards, never paths, so no input name can make pack
+// write elsewhere. Files are written under a hidden temporary name (".<name>.tmp") and renamed
+// once complete and synced: a crash leaves at most a temporary, never a half shard with a final
+// name. The manifest is written last.
+#pragma once
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "gpufeed/pack/detail/listing.hpp"
+#include "gpufeed/error.hpp"
+
+namespace gpufeed::detail::pack {
+
+inline constexpr const char* manifest_name = "manifest.json";
+// The manifest's first line: how pack recognises a manifest it may replace.
+inline constexpr const char* manifest_marker = "{\n  \"kind\": \"gpufeed pack manifest\",\n";
+
+inline void check_prefix(const std::string& prefix) {
+  bool ok = !prefix.empty() && prefix.size() <= 200 && prefix.front() != '.';
+  for (const char ch : prefix)
+    ok = ok && ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                ch == '.' || ch == '_' || ch == '-');
+  if (!ok)
+    throw config_error("shard prefix '" + prefix +
+                       "' must be 1-200 letters, digits, '.', '_' or '-', not starting with '.'");
+}
+
+inline std::string shard_name(const std::string& prefix, std::size_t index, bool lmdb) {
+  char num[32];
+  std::snprintf(num, sizeof num, "%05zu", index);
+  return prefix + "-" + num + (lmdb ? ".lmdb" : ".h5");
+}
+
+inline std::string temp_name(const std::string& name) { return "." + name + ".tmp"; }
+
+// What an existing entry of out_dir is to pack.
+enum class entry_kind { foreign, own_file, own_lmdb_dir, conflict };
+
+inline bool is_shard_name(const std::string& n, const std::string& prefix, const char* suffix) {
+  const std::string head = prefix + "-", tail = suffix;
+  if (n.size() < head.size() + 5 + tail.size() || n.compare(0, head.size(), head) != 0 ||
+      n.compare(n.size() - tail.size(), tail.size(), tail) != 0)
+    return false;
+  for (std::size_t i = head.size(); i < n.size() - tail.size(); ++i)
+    if (n[i] < '0' || n[i] > '9') return false;
+  return true;
+}
+
+inline bool starts_with_marker(const fs::path& p) {
+  const std::string want = manifest_marker;
+  std::string got(want.size(), '\0');
+  std::FILE* f = std::fopen(p.c_str(), "rb");
+  if (!f) return false;
+  const std::size_t n = std::fread(got.data(), 1, got.size(), f);
+  std::fclose(f);
+  return n == want.size() && got == want;
+}
+
+// An LMDB directory pack wrote holds data.mdb (and perhaps lock.mdb, made by a reader) only.
+inline bool is_plain_lmdb_dir(const fs::path& p) {
+  std::error_code ec;
+  for (fs::directory_iterator it(p, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string n = it->path().filename().string();
+    if ((n != "data.mdb" && n != "lock.mdb") || !fs::is_regular_file(it->symlink_status(ec)))
+      return false;
+  }
+  return !ec;
+}
+
+inline entry_kind classify(const fs::path& p, const std::string& prefix) {
+  std::string n = p.filename().string();
+  const bool temp = n.size() > 5 && n.front() == '.' && n.compare(n.size() - 4, 4, ".tmp") == 0;
+  if (temp) n = n.substr(1, n.size() - 5);
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(p, ec);
+  const bool dir = fs::is_directory(st);
+  if (n == manifest_name) {
+    if (dir) return entry_kind::conflict;
+    return (temp || fs::is_symlink(st) || starts_with_marker(p)) ? entry_kind::own_file
+                                                                 : entry_kind::conflict;
+  }
+  if (is_shard_name(n, prefix, ".h5")) return dir ? entry_kind::conflict : entry_kind::own_file;
+  if (is_shard_name(n, prefix, ".lmdb")) {
+    if (!dir) return entry_kind::own_file;
+    return is_plain_lmdb_dir(p) ? entry_kind::own_lmdb_dir : entry_kind::conflict;
+  }
+  return entry_kind::foreign;
+}
+
+// Makes out_dir ready: created when missing; an existing one must be empty, or — with force —
+// loses the shards (of this prefix), manifest and temporaries an earlier pack wrote. Anything
+// else there is left alone; an entry with one of pack's names that pack did not write (a
+// manifest.json of another tool, a shard-named directory with other files) is a config_error.
+inline void prepare_out_dir(const fs::path& out, const std::string& prefix, bool force) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(out, ec);
+  if (fs::exists(st) && !fs::is_directory(st))
+    throw config_error("the output path exists and is not a directory", file_context(out));
+  if (!fs::exists(st)) {
+    fs::create_directories(out, ec);
+    if (ec) throw_fs("cannot create the output directory", out, "mkdir", ec);
+    return;
+  }
+  std::vector<fs::path> entries;
+  for (fs::directory_iterator it(out, ec), end; !ec && it != end; it.increment(ec))
+    entries.push_back(it->path());
+  if (ec) throw_fs("cannot list the output directory", out, "readdir", ec);
+  if (entries.empty()) return;
+  if (!force)
+    throw config_error(
+        "the output directory is not empty; use force (gpufeed pack --force) to "
+        "replace the shards and manifest an earlier pack wrote there",
+        file_context(out));
+  for (const fs::path& p : entries)
+    if (classify(p, prefix) == entry_kind::conflict)
+      throw config_error(
+          "the output directory holds an entry with a name pack uses that pack "
+          "did not write; remove or rename it",
+          file_context(p));
+  for (const fs::path& p : entries) {
+    const entry_kind k = classify(p, prefix);
+    if (k == entry_kind::own_file) fs::remove(p, ec);
+    if (k == entry_kind::own_lmdb_dir) fs::remove_all(p, ec);
+    if (ec) throw_fs("cannot remove an earlier pack's file", p, "unlink", ec);
+  }
+}
+
+// Flushes a finished file to disk, so that renaming it to its final name never exposes a shard
+// whose bytes a crash could lose.
+inline void sync_file(const fs::path& p) {
+  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw_errno("cannot open a written file to flush it", p, "open", errno);
+  const int rc = ::fsync(fd);
+  const int e = errno;
+  ::close(fd);
+  if (rc != 0) throw_errno("cannot flush a written file to disk", p, "fsync", e);
+}
+
+// Writes `text` to out/name through a synced temporary and a rename.
+inline void write_file_atomically(const fs::path& out, const std::string& name,
+                                  const std::string& text) {
+  const fs::path tmp = out / temp_name(name);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) throw_errno("cannot create a file in the output directory", tmp, "open", errno);
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int e = errno;
+      ::close(fd);
+      throw_errno("cannot write a file in the output directory", tmp, "write", e);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  const int rc = ::fsync(fd);
+  const int e = errno;
+  ::close(fd);
+  if (rc != 0) throw_errno("cannot flush a file in the output directory", tmp, "fsync", e);
+  std::error_code ec;
+  fs::rename(tmp, out / name, ec);
+  if (ec) throw_fs("cannot rename a finished file to its final name", tmp, "rename", ec);
+}
+
+}  // namespace gpufeed::detail::pack

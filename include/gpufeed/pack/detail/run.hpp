@@ -1,0 +1,312 @@
+// gpufeed — pack() and verify_pack(): the definitions declared in gpufeed/pack/pack.hpp
+// (included at its end).
+//
+// Flow: check options and inputs (stat every file: a missing one fails before out_dir is
+// touched), plan shards and batches (plan.hpp), prepare out_dir (output.hpp), then workers read
+// (and compress) batches ahead of the calling thread, which writes them in order (one shard at a
+// time, under a temporary name, renamed when finished), then optional verify, then the manifest.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <thread>
+
+#include "gpufeed/pack/pack.hpp"
+
+namespace gpufeed {
+
+namespace detail::pack {
+
+inline void check_options(const std::vector<pack_input>& inputs, const pack_options& o) {
+  if (o.format == shard_format::hdf5 && !has_hdf5_writer)
+    throw config_error("pack: this program has no HDF5 shard writer (link gpufeed::pack_hdf5)");
+  if (o.format == shard_format::lmdb && !has_lmdb_writer)
+    throw config_error("pack: this program has no LMDB shard writer (link gpufeed::pack_lmdb)");
+  if (inputs.empty()) throw config_error("pack: no input files");
+  if (o.shard_bytes == 0) throw config_error("pack: shard_bytes must be > 0");
+  if (o.deflate_level < 0 || o.deflate_level > 9)
+    throw config_error("pack: deflate_level must be 0 (none) to 9");
+  if (o.format == shard_format::lmdb && o.deflate_level > 0)
+    throw config_error("pack: deflate applies to HDF5 shards only");
+  if (o.format == shard_format::hdf5 && o.lmdb_datum)
+    throw config_error("pack: Datum values apply to LMDB shards only");
+  if (o.format == shard_format::lmdb && !o.lmdb_datum && inputs.front().label)
+    throw config_error(
+        "pack: raw LMDB values cannot hold labels; store Caffe Datum values "
+        "(lmdb_datum, gpufeed pack --datum) or use HDF5");
+  if (o.chunk_bytes == 0 || o.chunk_bytes > (std::uint64_t{1} << 30))
+    throw config_error("pack: chunk_bytes must be 1 byte to 1 GiB");
+  check_prefix(o.prefix);
+  const bool labels = inputs.front().label.has_value();
+  for (const pack_input& in : inputs) {
+    if (in.label.has_value() != labels)
+      throw config_error(
+          "pack: either every input has a label or none has; this one differs "
+          "from the first",
+          file_context(in.path));
+    if (in.name.find('\0') != std::string::npos)
+      throw config_error("pack: an input name contains a NUL byte", file_context(in.path));
+    if (o.lmdb_datum && labels &&
+        (*in.label < std::numeric_limits<std::int32_t>::min() ||
+         *in.label > std::numeric_limits<std::int32_t>::max()))
+      throw config_error(
+          "pack: a Caffe Datum label is an int32; this one is " + std::to_string(*in.label),
+          file_context(in.path));
+  }
+}
+
+// Calls the progress callback at most every 100 ms, and always when `final`.
+class progress_meter {
+ public:
+  progress_meter(const pack_options& o, std::uint64_t files, std::uint64_t bytes,
+                 std::size_t shards, std::chrono::steady_clock::time_point t0)
+      : fn_(o.progress), t0_(t0) {
+    p_.files_total = files;
+    p_.bytes_total = bytes;
+    p_.shards_total = shards;
+  }
+  pack_progress& state() { return p_; }
+  void report(bool final = false) {
+    if (!fn_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (!final && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    p_.seconds = std::chrono::duration<double>(now - t0_).count();
+    const double s = std::chrono::duration<double>(now - phase_).count();
+    p_.files_per_second = s > 0 ? static_cast<double>(p_.files_done) / s : 0;
+    p_.bytes_per_second = s > 0 ? static_cast<double>(p_.bytes_done) / s : 0;
+    const double left = static_cast<double>(p_.bytes_total - p_.bytes_done);
+    p_.eta_seconds = p_.bytes_per_second > 0 ? left / p_.bytes_per_second : 0;
+    fn_(p_);
+  }
+  void start_verify() {
+    p_.verifying = true;
+    p_.files_done = p_.bytes_done = 0;
+    p_.shards_done = 0;
+    phase_ = std::chrono::steady_clock::now();
+  }
+
+ private:
+  std::function<void(const pack_progress&)> fn_;
+  pack_progress p_;
+  std::chrono::steady_clock::time_point t0_, phase_ = t0_, last_{};
+};
+
+// Removes what a failed pack wrote (best effort: the original error matters more).
+inline void remove_quietly(const std::vector<std::filesystem::path>& paths) noexcept {
+  for (const auto& p : paths) {
+    std::error_code ec;
+    std::filesystem::remove_all(p, ec);
+  }
+}
+
+#if defined(GPUFEED_PACK_HDF5)
+// What an HDF5 shard stores beside its records: offsets, names, labels.
+inline shard_meta meta_for(const pack_plan& plan, const shard_plan& s,
+                           const std::vector<pack_input>& inputs) {
+  shard_meta m;
+  m.offsets.reserve(s.records + 1);
+  m.name_offsets.reserve(s.records + 1);
+  m.name_offsets.push_back(0);
+  for (std::uint64_t r = s.first_record; r < s.first_record + s.records; ++r) {
+    m.offsets.push_back(plan.offset[r]);
+    m.names += inputs[r].name;
+    m.name_offsets.push_back(m.names.size());
+    if (inputs[r].label) m.labels.push_back(*inputs[r].label);
+  }
+  m.offsets.push_back(s.bytes);
+  return m;
+}
+#endif
+
+}  // namespace detail::pack
+
+inline namespace GPUFEED_PACK_FORMATS {
+
+inline pack_result pack(const std::vector<pack_input>& inputs, const std::filesystem::path& out_dir,
+                        const pack_options& o) {
+  namespace d = detail::pack;
+  namespace fs = std::filesystem;
+  const auto t0 = std::chrono::steady_clock::now();
+  d::check_options(inputs, o);
+  const bool lmdb = o.format == shard_format::lmdb;
+  const int level = lmdb ? 0 : o.deflate_level;
+
+  std::vector<std::uint64_t> sizes;
+  std::vector<fs::path> paths;
+  sizes.reserve(inputs.size());
+  paths.reserve(inputs.size());
+  for (const pack_input& in : inputs) {
+    sizes.push_back(d::input_size(in.path));
+    paths.push_back(in.path);
+  }
+  const d::pack_plan plan = d::make_plan(std::move(sizes), o.shard_bytes, std::uint64_t{4} << 20,
+                                         level > 0 ? o.chunk_bytes : 0);
+  d::prepare_out_dir(out_dir, o.prefix, o.force);
+
+  pack_result res;
+  res.format = o.format;
+  res.labels = inputs.front().label.has_value();
+  res.lmdb_datum = lmdb && o.lmdb_datum;
+  res.records = inputs.size();
+  res.bytes = plan.total_bytes;
+  std::vector<std::uint32_t> crc(inputs.size(), 0);
+  d::progress_meter meter(o, inputs.size(), plan.total_bytes, plan.shards.size(), t0);
+  pack_progress& prog = meter.state();
+  std::size_t threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  threads = std::min(threads, plan.batches.size());
+
+  std::vector<fs::path> written;  // removed if pack fails
+  try {
+    d::batch_pipeline pipe(
+        plan.batches.size(), threads, 2 * threads + 2,
+        [&](std::size_t k, d::batch_data& b) { d::fill_batch(plan, paths, k, level, b); });
+    for (std::size_t si = 0; si < plan.shards.size(); ++si) {
+      const d::shard_plan& s = plan.shards[si];
+      const std::string name = d::shard_name(o.prefix, si, lmdb);
+      const fs::path tmp = out_dir / d::temp_name(name), final_path = out_dir / name;
+      written.push_back(tmp);
+#if defined(GPUFEED_PACK_HDF5)
+      std::optional<d::hdf5_shard_writer> h5;
+      if (!lmdb) h5.emplace(tmp, s.bytes, s.chunk, level, d::meta_for(plan, s, inputs));
+#endif
+#if defined(GPUFEED_PACK_LMDB)
+      std::optional<d::lmdb_shard_writer> mdb;
+      if (lmdb) {
+        std::vector<std::uint64_t> values;
+        for (std::uint64_t r = s.first_record; r < s.first_record + s.records; ++r)
+          values.push_back(
+              d::lmdb_value_size(plan.sizes[r], res.lmdb_datum, inputs[r].label.value_or(0)));
+        mdb.emplace(tmp, d::lmdb_map_bound(values), res.lmdb_datum);
+      }
+#endif
+      for (std::size_t k = s.first_batch; k < s.first_batch + s.batches; ++k) {
+        d::batch_data b = pipe.take(k);
+        const d::batch_plan& bp = plan.batches[k];
+        for (std::uint64_t r = bp.first_record; r < bp.end_record; ++r) {
+          const std::uint64_t lo = std::max(plan.offset[r], bp.begin);
+          const std::uint64_t hi = std::min(plan.end_of(r), bp.end);
+          const std::uint32_t piece = b.crc[r - bp.first_record];
+          crc[r] = lo == plan.offset[r] ? piece : d::crc32_join(crc[r], piece, hi - lo);
+#if defined(GPUFEED_PACK_LMDB)
+          if (mdb) {
+            if (lo == plan.offset[r])
+              mdb->begin_record(r, plan.sizes[r], inputs[r].label.value_or(0));
+            mdb->append(b.bytes.data() + (lo - bp.begin), hi - lo);
+            if (hi == plan.end_of(r)) mdb->end_record();
+          }
+#endif
+          if (hi == plan.end_of(r)) ++prog.files_done;
+        }
+#if defined(GPUFEED_PACK_HDF5)
+        if (h5) h5->write(bp.begin, b);
+#endif
+        prog.bytes_done += bp.end - bp.begin;
+        pipe.recycle(std::move(b));
+        meter.report();
+      }
+#if defined(GPUFEED_PACK_HDF5)
+      if (h5) h5->finish();
+      h5.reset();
+#endif
+#if defined(GPUFEED_PACK_LMDB)
+      if (mdb) mdb->finish();
+      mdb.reset();
+#endif
+      std::error_code ec;
+      fs::rename(tmp, final_path, ec);
+      if (ec) d::throw_fs("cannot rename a finished shard to its final name", tmp, "rename", ec);
+      written.back() = final_path;
+      packed_shard info;
+      info.file = final_path;
+      info.first_record = s.first_record;
+      info.records = s.records;
+      info.bytes = s.bytes;
+      for (std::uint64_t r = s.first_record; r < s.first_record + s.records; ++r)
+        info.crc32 = d::crc32_join(info.crc32, crc[r], plan.sizes[r]);
+      res.shards.push_back(final_path);
+      res.shard_info.push_back(info);
+      ++prog.shards_done;
+    }
+    meter.report(true);
+  } catch (...) {
+    d::remove_quietly(written);
+    throw;
+  }
+
+  if (o.verify) {
+    // Every record against the crc32 of its input file's bytes as read at pack time. On a
+    // mismatch the shards stay (for inspection) and no manifest is written.
+    meter.start_verify();
+    for (const packed_shard& s : res.shard_info) {
+      const d::read_back rb = d::read_shard(s.file, lmdb, res.lmdb_datum, res.labels, threads);
+      if (rb.sizes.size() != s.records)
+        d::verify_fail("the shard holds " + std::to_string(rb.sizes.size()) + " records, " +
+                           std::to_string(s.records) + " were written",
+                       s.file);
+      for (std::uint64_t i = 0; i < s.records; ++i) {
+        const std::uint64_t r = s.first_record + i;
+        const auto at = static_cast<std::size_t>(i);
+        if (rb.sizes[at] != plan.sizes[r] || rb.crcs[at] != crc[r])
+          d::verify_fail("record differs from its input file '" + inputs[r].path.string() + "' (" +
+                             std::to_string(rb.sizes[at]) + " bytes, crc32 " +
+                             d::hex32(rb.crcs[at]) + "; expected " + std::to_string(plan.sizes[r]) +
+                             " bytes, crc32 " + d::hex32(crc[r]) + ")",
+                         s.file, r);
+        if (res.labels && (rb.labels.size() <= at || rb.labels[at] != *inputs[r].label))
+          d::verify_fail("record's label differs from its input's", s.file, r);
+      }
+      prog.files_done += s.records;
+      prog.bytes_done += s.bytes;
+      ++prog.shards_done;
+      meter.report();
+    }
+    meter.report(true);
+  }
+
+  d::manifest_data m;
+  m.format = to_string(o.format);
+  m.version = version_string;
+  m.prefix = o.prefix;
+  m.records = res.records;
+  m.bytes = res.bytes;
+  m.shard_bytes = o.shard_bytes;
+  m.chunk_bytes = level > 0 ? o.chunk_bytes : 0;
+  m.deflate_level = level;
+  m.labels = res.labels;
+  m.datum = res.lmdb_datum;
+  m.label_names = o.label_names;
+  for (const packed_shard& s : res.shard_info)
+    m.shards.push_back({s.file.filename().string(), s.records, s.bytes, s.first_record, s.crc32});
+  d::write_file_atomically(out_dir, d::manifest_name, d::manifest_text(m));
+  res.manifest = out_dir / d::manifest_name;
+  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return res;
+}
+
+inline void verify_pack(const pack_result& result, std::size_t threads) {
+  namespace d = detail::pack;
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  for (const packed_shard& s : result.shard_info) {
+    const d::read_back rb = d::read_shard(s.file, result.format == shard_format::lmdb,
+                                          result.lmdb_datum, result.labels, threads);
+    std::uint64_t bytes = 0;
+    std::uint32_t crc = 0;
+    for (std::size_t i = 0; i < rb.sizes.size(); ++i) {
+      bytes += rb.sizes[i];
+      crc = d::crc32_join(crc, rb.crcs[i], rb.sizes[i]);
+    }
+    if (rb.sizes.size() != s.records || bytes != s.bytes || crc != s.crc32)
+      d::verify_fail("the shard's records differ from what pack wrote (" +
+                         std::to_string(rb.sizes.size()) + " records, " + std::to_string(bytes) +
+                         " bytes, crc32 " + d::hex32(crc) + "; expected " +
+                         std::to_string(s.records) + " records, " + std::to_string(s.bytes) +
+                         " bytes, crc32 " + d::hex32(s.crc32) + ")",
+                     s.file);
+  }
+}
+
+}  // inline namespace GPUFEED_PACK_FORMATS
+
+}  // namespace gpufeed

@@ -1,0 +1,192 @@
+// gpufeed doctor — can this machine keep a GPU fed, and if not, what stands in the way?
+//
+//   gpufeed doctor [--data PATH] [--json] [--max-gib N] [--require-gpu]
+//
+// Checks, in report order: NVIDIA device files (with container hints); the GPU checks (visible,
+// driver/runtime versions, name/memory/compute capability, NVML, PCIe link, throttle reasons,
+// pinned vs pageable copy rates); the storage read rate of PATH; the end-to-end loader run.
+// Without a GPU, or in a build without CUDA, it still runs and says what it could not check.
+//
+// Exit status: 0 when no check failed (warnings and skips included), 1 when at least one did
+// (the report is printed first, then one line on stderr names the failed checks); CLI11's usage
+// codes for bad arguments.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <thread>
+#include <vector>
+#include <cstdio>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "commands.hpp"
+#include "gpufeed/doctor/doctor.hpp"
+#include "gpufeed/hdf5_source.hpp"
+#include "gpufeed/lmdb_source.hpp"
+#include "gpufeed/loader.hpp"
+#include "gpufeed/verdict.hpp"
+#include "shards.hpp"
+#ifdef GPUFEED_CLI_HAS_CUDA
+#include "gpufeed/cuda/device_target.hpp"
+#include "gpufeed/cuda/doctor/gpu_checks.hpp"
+#endif
+
+namespace gpufeed::cli {
+namespace {
+
+struct doctor_args {
+  std::string data;
+  bool json = false;
+  double max_gib = 1.0;
+  bool require_gpu = false;
+  double loader_seconds = 3.0;
+};
+
+// The end-to-end check: the loader itself over the shards at --data, for a few seconds, with
+// the GPU as target where there is one, and its bottleneck verdict. The consumer does no work,
+// so the verdict names the loading stage that limits this machine (storage, decode, h2d).
+// ---------------------------------------------------------------------------------------------
+template <class Source>
+void run_loader(doctor_check& c, const Source& src, const doctor_args& args) {
+  loader_config cfg;
+  const std::size_t avg = std::max<std::size_t>(1, src.max_record_size());
+  cfg.batch_size = std::clamp<std::size_t>((8u << 20) / avg, 16, 8192);
+  cfg.batch_size = std::min<std::size_t>(cfg.batch_size, std::max<std::uint64_t>(1, src.size() / 2));
+  cfg.epochs = 1;
+  cfg.part = partition{};
+  std::string why = "this gpufeed was built without CUDA";
+#ifdef GPUFEED_CLI_HAS_CUDA
+  cfg.target = cuda::device_or_host(0, &why);
+#endif
+  loader<Source, loader_options<dynamic, 8, 2>> feed(src, cfg);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto limit = t0 + std::chrono::duration<double>(args.loader_seconds);
+  while (std::chrono::steady_clock::now() < limit) {
+    auto b = feed.next();
+    if (!b) break;
+  }
+#ifdef GPUFEED_CLI_HAS_CUDA
+  if (!cfg.target.is_host()) GPUFEED_CUDA_TRY(cudaDeviceSynchronize());  // copies done
+#endif
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const loader_stats st = feed.stats();
+  const verdict v = diagnose(st, std::thread::hardware_concurrency());
+  const double gbps = static_cast<double>(st.bytes) / seconds / 1e9;
+  const double rps = static_cast<double>(st.records) / seconds;
+  char line[256];
+  std::snprintf(line, sizeof line, "the loader delivered %.2f GB/s (%.0f records/s) to %s; bottleneck: %s",
+                gbps, rps, cfg.target.name().c_str(), to_string(v.stage));
+  c.status = check_status::pass;
+  c.summary = line;
+  c.fact("target", cfg.target.is_host() ? "host (" + why + ")" : cfg.target.name());
+  c.fact("batch", std::to_string(cfg.batch_size) + " records");
+  c.fact("workers", std::to_string(st.worker_count));
+  c.fact("verdict", v.summary);
+  for (std::size_t k = 0; k < v.evidence.size(); ++k) c.fact("evidence " + std::to_string(k + 1), v.evidence[k]);
+  c.number("gb_per_s", gbps);
+  c.number("records_per_s", rps);
+  c.number("stall_fraction", st.stall_fraction());
+  c.number("pinned_bytes", static_cast<double>(st.pinned_bytes));
+  c.hint = v.suggestion;
+}
+
+void add_loader_check(doctor_report& report, const doctor_args& args) {
+  doctor_check c("loader", "End-to-end loader run");
+  if (args.data.empty()) {
+    c.summary = "no --data given: the loader was not run";
+    c.hint = "pass --data with a directory of shards made by gpufeed pack";
+    report.add(std::move(c));
+    return;
+  }
+  try {
+    bool lmdb = false;
+    std::vector<std::string> shards;
+    if (std::filesystem::is_directory(args.data) &&
+        !std::filesystem::exists(std::filesystem::path(args.data) / "data.mdb")) {
+      shards = shards_under(args.data, lmdb);
+    } else {
+      lmdb = is_lmdb(args.data);
+      shards.push_back(args.data);
+    }
+    if (shards.empty()) {
+      c.summary = args.data + " holds no HDF5 or LMDB shards: the loader was not run";
+      c.hint = "pack the files first: gpufeed pack " + args.data + " -o SHARDS, then --data SHARDS";
+    } else {
+      std::vector<std::filesystem::path> paths(shards.begin(), shards.end());
+      if (lmdb)
+        run_loader(c, lmdb_source(paths), args);
+      else
+        run_loader(c, hdf5_source(paths), args);
+    }
+  } catch (const std::exception& e) {
+    c.status = check_status::fail;
+    c.summary = std::string("the loader failed: ") + e.what();
+  }
+  report.add(std::move(c));
+}
+
+void add_gpu_part(doctor_report& report, const doctor_args& args) {
+#ifdef GPUFEED_CLI_HAS_CUDA
+  cuda::gpu_check_options opts;
+  opts.require_gpu = args.require_gpu;
+  cuda::add_gpu_checks(report, opts);
+#else
+  add_skipped_gpu_checks(report, "this gpufeed was built without CUDA");
+  if (args.require_gpu) {
+    auto& visible = report.checks[report.checks.size() - std::size(gpu_check_names)];
+    visible.status = check_status::fail;
+    visible.summary = "this gpufeed was built without CUDA, and --require-gpu was given";
+    visible.hint = "rebuild gpufeed with the CUDA Toolkit (GPUFEED_ENABLE_CUDA=ON)";
+  }
+#endif
+}
+
+void run_doctor(const doctor_args& args) {
+  doctor_report report;
+  add_device_files_check(report);
+  add_gpu_part(report, args);
+  storage_check_options storage;
+  storage.max_bytes = static_cast<std::uint64_t>(args.max_gib * 1073741824.0);
+  add_storage_check(report, args.data, storage);
+  add_loader_check(report, args);
+
+  const std::string out = args.json ? report.to_json_string() : report.to_text();
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  std::fflush(stdout);
+  if (report.exit_code() != 0) {
+    std::string failed;
+    for (const auto& c : report.checks)
+      if (c.status == check_status::fail) failed += (failed.empty() ? "" : ", ") + c.id;
+    throw std::runtime_error("doctor: failed checks: " + failed);
+  }
+}
+
+}  // namespace
+
+void add_doctor(CLI::App& app) {
+  auto args = std::make_shared<doctor_args>();
+  auto* cmd = app.add_subcommand(
+      "doctor",
+      "Check this machine: NVIDIA device files, GPU, driver and runtime versions, PCIe link, "
+      "clock throttling, pinned vs pageable copy rates, and the storage read rate of --data. "
+      "Exit status 0 unless a check failed (then 1).");
+  cmd->add_option("--data", args->data,
+                  "directory (read recursively) or file holding your shards: measure its storage "
+                  "and page-cache read rates");
+  cmd->add_flag("--json", args->json, "print the report as JSON (every check with id, status, "
+                                      "summary, facts, numbers, hint)");
+  cmd->add_option("--max-gib", args->max_gib,
+                  "read at most this many GiB of --data per pass (keeps the storage test to seconds)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--loader-seconds", args->loader_seconds,
+                  "how long the end-to-end loader run may take (one epoch at most)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--require-gpu", args->require_gpu,
+                "treat 'no usable GPU' as a failure even on a machine without an NVIDIA driver");
+  cmd->callback([args] { run_doctor(*args); });
+}
+
+}  // namespace gpufeed::cli
