@@ -57,7 +57,13 @@ class mock_engine final : public transfer_engine {
     done_.clear();
     return n;
   }
+  // On a real stream the hook's work runs after the copy queued before it; here the hook runs on
+  // the host at once, so it first waits for the copy into its slot (else it reads the slot's
+  // previous batch).
   void run_hook(std::size_t, const transform_hook& hook, const batch_view& view) override {
+    for (std::size_t d = 0; d < slots_.size(); ++d)
+      if (view.data >= slots_[d].data() && view.data < slots_[d].data() + slots_[d].size())
+        consumer_acquire(d, nullptr);
     hook(view, nullptr);
   }
   void mark_ready(std::size_t, std::size_t) override {}
