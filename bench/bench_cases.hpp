@@ -6,7 +6,7 @@
 // model (bench_result.hpp) as the consumer on the consumer's stream. Timing is wall clock on
 // the host around the loop of timed batches, ending with a synchronisation of the consumer's
 // stream, after untimed warm-up batches; stall_fraction comes from the loader's stats over the
-// timed batches only.
+// timed batches only. Every case checks its first batch against the generator, byte for byte.
 #pragma once
 
 #include <cstring>
@@ -36,7 +36,6 @@ struct run_spec {
   gpufeed::sample_order order = gpufeed::sample_order::shuffled;
   double compute_ms = 0;      // model time per batch; 0 = load only
   std::size_t chunk_records = 0;  // loader_config::chunk_records (records per worker task); 0 = auto
-  bool verify = false;        // check every byte of the first batch
   std::string trace_path;     // write the loader's Chrome trace here (empty: no trace)
   std::string case_name;      // default: gpufeed/<dataset>/w../p../s..
 };
@@ -56,8 +55,10 @@ class synthetic_source {
   [[nodiscard]] std::size_t fixed_record_size() const noexcept { return rec_; }
   void read(std::uint64_t i, std::span<std::byte> dst) const {
     if (dst.size() < rec_ || i >= n_) fail("synthetic_source: bad read");
-    std::memcpy(dst.data(), pool_.data() + (i % pool_records) * rec_, rec_);
+    std::memcpy(dst.data(), pool_.data() + generator_index(i) * rec_, rec_);
   }
+  // Record i holds fill_record(generator_index(i)).
+  static std::uint64_t generator_index(std::uint64_t i) noexcept { return i % pool_records; }
 
  private:
   static constexpr std::size_t pool_records = 4096;
@@ -81,8 +82,10 @@ inline gpufeed::loader_config make_config(const params& p, std::size_t batch, co
   return c;
 }
 
-// Every record of the batch equals the generator's bytes for its index.
-inline void verify_batch(const gpufeed::batch& b, const params& p, const std::string& what) {
+// Every record of the batch equals the generator's bytes for its index (mapped by `gen`: the
+// synthetic source repeats a pool of records).
+inline void verify_batch(const gpufeed::batch& b, const params& p, const std::string& what,
+                         std::uint64_t (*gen)(std::uint64_t) = nullptr) {
   std::vector<std::byte> host(b.data().size());
   if (b.on_device()) {
     p.device->synchronize(p.device->stream());
@@ -93,7 +96,8 @@ inline void verify_batch(const gpufeed::batch& b, const params& p, const std::st
   const auto off = b.host_offsets();
   for (std::size_t k = 0; k < b.size(); ++k) {
     const std::span<const std::byte> rec(host.data() + off[k], off[k + 1] - off[k]);
-    if (!record_matches(b.host_indices()[k], rec))
+    const std::uint64_t i = b.host_indices()[k];
+    if (!record_matches(gen ? gen(i) : i, rec))
       fail(what + ": record " + std::to_string(b.host_indices()[k]) +
            " delivered with the wrong bytes");
   }
@@ -110,9 +114,10 @@ result run_gpufeed(const Source& src, const dataset& d, const params& p, const r
   gpufeed::loader<Source, dynamic_options> l(src, c);
   const auto stream = c.consumer_stream;
 
-  for (std::uint64_t w = 0; w < p.warmup_batches; ++w) {
+  // Every case checks its first batch, byte for byte, against the generator (untimed).
+  for (std::uint64_t w = 0; w < std::max<std::uint64_t>(1, p.warmup_batches); ++w) {
     auto b = l.next();
-    if (w == 0 && spec.verify) verify_batch(*b, p, d.name());
+    if (w == 0) verify_batch(*b, p, d.name());
     m.run(b->data().data(), b->data().size(), spec.compute_ms, stream);
   }
   m.finish(stream);
@@ -192,6 +197,10 @@ result first_batch(const Source& src, const std::string& source_name, std::size_
   const double first = seconds_since(t0);
   m.run(b->data().data(), b->data().size(), 0, c.consumer_stream);
   m.finish(c.consumer_stream);
+  if constexpr (requires { Source::generator_index(0); })  // after the clock stopped
+    verify_batch(*b, p, source_name, &Source::generator_index);
+  else
+    verify_batch(*b, p, source_name);
   result r;
   r.case_name = "first_batch/" + std::to_string(src.size()) + "x" + size_name(record_bytes);
   r.loader = "gpufeed";
@@ -237,6 +246,7 @@ result pinned_over_epochs(const Source& src, const dataset& d, const params& p,
   const std::size_t start_allocs = counter.allocations();
   std::vector<std::size_t> per_epoch, reported;
   while (auto b = l.next()) {
+    if (r.batches == 0) verify_batch(*b, p, d.name());
     m.run(b->data().data(), b->data().size(), 0, c.consumer_stream);
     ++r.batches;
     r.records += b->size();

@@ -15,7 +15,7 @@ struct options {
   std::string target = "auto";
   int device = 0;
   std::string data_dir = "gpufeed-bench-data";
-  bool quick = false, tiny = false, json = false;
+  bool quick = false, tiny = false, json = false, prepare_only = false;
   std::string trace, peer;
   std::vector<std::size_t> record_sizes{1024, 16384, 262144};
   std::vector<std::string> formats{"hdf5", "hdf5-deflate", "lmdb"};
@@ -24,6 +24,8 @@ struct options {
   double dataset_mib = 1280, batch_mib = 8, case_seconds = 1.5;
   std::uint64_t naive_files = 65536, epochs = 20, epoch_records = 2048;
   std::vector<std::size_t> overlap_sizes{16384};
+  std::size_t repeats = 3;                           // runs of each headline and naive case
+  std::vector<std::size_t> naive_threads{4, 16};     // the multi-threaded naive loop's counts
   std::vector<std::string> skip;
 };
 
@@ -39,6 +41,8 @@ inline void apply_presets(options& o, const CLI::App& app) {
     if (unset("--prefetch")) o.prefetch = {2};
     if (unset("--naive-files")) o.naive_files = 256;
     if (unset("--epoch-records")) o.epoch_records = 32;
+    if (unset("--repeats")) o.repeats = 2;
+    if (unset("--naive-threads")) o.naive_threads = {2};
   } else if (o.quick) {
     if (unset("--dataset-mib")) o.dataset_mib = 64;
     if (unset("--case-seconds")) o.case_seconds = 0.4;
@@ -48,9 +52,11 @@ inline void apply_presets(options& o, const CLI::App& app) {
     if (unset("--epoch-records")) o.epoch_records = 512;
   }
   // Worker counts above the hardware threads become the hardware threads (once).
-  for (auto& w : o.workers) w = std::clamp<std::size_t>(w, 1, hw);
-  std::sort(o.workers.begin(), o.workers.end());
-  o.workers.erase(std::unique(o.workers.begin(), o.workers.end()), o.workers.end());
+  for (auto* v : {&o.workers, &o.naive_threads}) {
+    for (auto& w : *v) w = std::clamp<std::size_t>(w, 1, hw);
+    std::sort(v->begin(), v->end());
+    v->erase(std::unique(v->begin(), v->end()), v->end());
+  }
 }
 
 inline void add_options(CLI::App& app, options& o) {
@@ -78,6 +84,14 @@ inline void add_options(CLI::App& app, options& o) {
   app.add_option("--epoch-records", o.epoch_records, "16 KiB records in the pinned-memory case")
       ->check(CLI::Range(4, 1 << 24));
   app.add_option("--overlap-sizes", o.overlap_sizes, "record sizes of the overlap cases")->delimiter(',');
+  app.add_option("--repeats", o.repeats,
+                 "runs of the best configuration per HDF5/LMDB shuffled data set and of each naive "
+                 "case; median and range reported (default 3; 1: single runs, no repeats)")
+      ->check(CLI::Range(1, 99));
+  app.add_option("--naive-threads", o.naive_threads,
+                 "thread counts of the multi-threaded naive batch loop (default 4,16; capped)")
+      ->delimiter(',');
+  app.add_flag("--prepare-only", o.prepare_only, "generate the data sets and exit");
   app.add_option("--skip", o.skip, "skip parts: limits, naive, overlap, first-batch, epochs")
       ->delimiter(',')->check(CLI::IsMember({"limits", "naive", "overlap", "first-batch", "epochs"}));
 }

@@ -2,6 +2,7 @@
 // loop's clock, and one result per case (JSON object and table row).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -164,6 +165,48 @@ inline std::string fmt(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
   return buf;
+}
+
+// Runs `once` `n` times (n >= 1) and returns the median run by GB/s (the lower middle one for an
+// even n) with every run's figure beside it: `repeats`, `repeat_gb_per_s` (in run order),
+// `median_gb_per_s`, `min_gb_per_s`, `max_gb_per_s` and `median_records_per_s`, and the same in
+// the table's note. A single run's figure has no spread; these do.
+template <class Once>
+result repeated(std::size_t n, Once once) {
+  std::vector<result> runs;
+  for (std::size_t k = 0; k < std::max<std::size_t>(1, n); ++k) runs.push_back(once());
+  std::vector<double> gb, rps;
+  for (const auto& r : runs) gb.push_back(r.gb_per_s()), rps.push_back(r.records_per_s());
+  std::vector<std::size_t> by(runs.size());
+  for (std::size_t k = 0; k < by.size(); ++k) by[k] = k;
+  std::sort(by.begin(), by.end(), [&](std::size_t a, std::size_t b) { return gb[a] < gb[b]; });
+  auto median = [&](const std::vector<double>& v) {
+    const std::size_t m = by.size();
+    return m % 2 ? v[by[m / 2]] : 0.5 * (v[by[m / 2 - 1]] + v[by[m / 2]]);
+  };
+  result r = runs[by[(by.size() - 1) / 2]];
+  r.extra["repeats"] = runs.size();
+  r.extra["repeat_gb_per_s"] = gb;
+  r.extra["median_gb_per_s"] = median(gb);
+  r.extra["min_gb_per_s"] = gb[by.front()];
+  r.extra["max_gb_per_s"] = gb[by.back()];
+  r.extra["median_records_per_s"] = median(rps);
+  const std::string spread = "median of " + std::to_string(runs.size()) + " " +
+                             fmt("%.3f", median(gb)) + " GB/s [" + fmt("%.3f", gb[by.front()]) +
+                             "-" + fmt("%.3f", gb[by.back()]) + "]";
+  r.note = r.note.empty() ? spread : spread + ", " + r.note;
+  return r;
+}
+
+// The figure a summary quotes: the median for a repeated case, else the single run's.
+inline double quoted_gb_per_s(const result& r) {
+  return r.extra.value("median_gb_per_s", r.gb_per_s());
+}
+inline std::string quoted_range(const result& r) {
+  if (!r.extra.contains("repeats")) return "1 run";
+  return fmt("%.2f", r.extra.value("min_gb_per_s", 0.0)) + "-" +
+         fmt("%.2f", r.extra.value("max_gb_per_s", 0.0)) + " (" +
+         std::to_string(r.extra.value("repeats", 0)) + " runs)";
 }
 
 // Compact table: one row per case, in run order.

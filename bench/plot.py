@@ -34,12 +34,18 @@ def load(paths):
     rows = []
     for p in paths:
         with open(p) as f:
-            rows.extend(json.load(f))
+            j = json.load(f)
+        if isinstance(j, dict):  # bench/run_h200.sh's h200.json: each program's array
+            for key in ("gpufeed_bench", "pytorch"):
+                rows.extend(j.get(key) if isinstance(j.get(key), list) else [])
+        else:
+            rows.extend(j)
     return rows
 
 
 def throughput_plot(rows, out):
     info = next((r for r in rows if r.get("loader") == "info"), {})
+    rows = [r for r in rows if "error" not in r]  # the PyTorch sweep's failed configurations
     sizes = sorted({r["record_bytes"] for r in rows
                     if r.get("loader") in ("gpufeed", "pytorch") and r["case"].split("/")[0]
                     in ("gpufeed", "pytorch")})
@@ -65,23 +71,28 @@ def throughput_plot(rows, out):
             elif r["loader"] == "limit:lmdb_raw":
                 label = "raw LMDB limit"
                 style[label] = (COLORS["lmdb"], "--", "")
-            elif r["loader"] == "pytorch":
+            elif r["loader"] == "naive" and r.get("variant") == "per_batch" and not r.get("compute_ms"):
+                label = "naive: read a batch, one pageable cudaMemcpy (per thread)"
+                style[label] = (COLORS["naive"], "-", "^")
+            elif r["loader"] == "pytorch" and not r.get("best"):
                 label = f"PyTorch DataLoader+h5py ({r.get('mode', r['order'])})"
                 style[label] = (COLORS["pytorch"], "-" if r["order"] == "shuffled" else ":", "s")
             else:
                 continue
             w = r["workers"]
-            series[label][w] = max(series[label].get(w, 0), r["gb_per_s"])
+            series[label][w] = max(series[label].get(w, 0), r.get("median_gb_per_s", r["gb_per_s"]))
         ticks = set()
         for label, pts in sorted(series.items()):
             xs = sorted(pts)
             ticks.update(xs)
             color, ls, marker = style[label]
             ax.plot(xs, [pts[x] for x in xs], ls, color=color, marker=marker or None, label=label)
-        naive = [r["gb_per_s"] for r in rows if r.get("loader") == "naive"
-                 and r.get("record_bytes") == rec and not r.get("compute_ms")]
+        naive = [r.get("median_gb_per_s", r["gb_per_s"]) for r in rows if r.get("loader") == "naive"
+                 and r.get("record_bytes") == rec and not r.get("compute_ms")
+                 and r.get("variant", "per_record") == "per_record"]
         if naive:
-            ax.axhline(max(naive), color=COLORS["naive"], ls=":", label="naive loader (1 thread)")
+            ax.axhline(max(naive), color=COLORS["naive"], ls=":",
+                       label="naive: per record, pageable cudaMemcpy (1 thread)")
         if h2d:
             ax.axhline(h2d, color=COLORS["h2d"], ls="-.", label="pinned H2D peak")
         ax.set_yscale("log")

@@ -1,6 +1,7 @@
 # gpufeed_bench_smoke: runs `gpufeed-bench --tiny --quick --target host --json` and checks that
 # stdout is a JSON array whose objects all carry the issue's fields, and that the run produced
-# the naive, gpufeed, limit, first-batch and pinned-epochs cases.
+# the naive (per record, per batch on 1 and 2 threads), gpufeed, limit, first-batch and
+# pinned-epochs cases, the repeated cases' spread and the summary rows.
 #   cmake -DBENCH=<gpufeed-bench> -DDATA_DIR=<dir> -P smoke_test.cmake
 cmake_minimum_required(VERSION 3.25)
 execute_process(
@@ -33,6 +34,23 @@ foreach(i RANGE ${last})
   string(JSON c GET "${out}" ${i} case)
   list(APPEND loaders "${l}")
   list(APPEND cases "${c}")
+  # Repeated cases (headlines, naive variants) carry their spread; summary rows their x naive.
+  if(c MATCHES "^naive/" OR c MATCHES "/median$")
+    foreach(f repeats median_gb_per_s min_gb_per_s max_gb_per_s repeat_gb_per_s)
+      string(JSON v ERROR_VARIABLE ferr GET "${out}" ${i} ${f})
+      if(ferr)
+        message(FATAL_ERROR "repeated case ${c} has no '${f}'")
+      endif()
+    endforeach()
+  endif()
+  if(c MATCHES "^summary/")
+    foreach(f x_naive_per_record x_naive_per_batch x_naive_per_batch_threads gpufeed_min_gb_per_s)
+      string(JSON v ERROR_VARIABLE ferr GET "${out}" ${i} ${f})
+      if(ferr)
+        message(FATAL_ERROR "summary row ${c} has no '${f}'")
+      endif()
+    endforeach()
+  endif()
   if(c MATCHES "^overlap/")
     foreach(f compute_ms load_ms step_ms ratio)
       string(JSON v ERROR_VARIABLE ferr GET "${out}" ${i} ${f})
@@ -48,7 +66,8 @@ foreach(want naive gpufeed limit:pread limit:lmdb_raw target info)
   endif()
 endforeach()
 foreach(prefix "gpufeed/hdf5/" "gpufeed/hdf5-deflate/" "gpufeed/lmdb/" "overlap/" "first_batch/"
-               "pinned_epochs/")
+               "pinned_epochs/" "naive/16KiB/batch/t1" "naive/16KiB/batch/t2" "summary/hdf5/16KiB"
+               "summary/lmdb/16KiB")
   set(found FALSE)
   foreach(c IN LISTS cases)
     string(FIND "${c}" "${prefix}" at)

@@ -35,18 +35,24 @@ if(NOT GPUFEED_ENABLE_CUDA STREQUAL "OFF")
   endif()
 endif()
 
-# --- hdf5: the C API only (the C++/HL bindings are not thread-safe). zlib decodes deflate chunks
-# in gpufeed's workers, outside HDF5's global lock.
+# --- hdf5: the C API only (the C++/HL bindings are not thread-safe). libdeflate, liblz4, libzstd
+# and libblosc decode chunks in gpufeed's workers, outside HDF5's global lock; zlib compresses
+# pack's deflate chunks and checksums pack's shards.
 find_package(HDF5 COMPONENTS C QUIET)
 find_package(ZLIB QUIET)
-if(HDF5_FOUND AND ZLIB_FOUND)
+list(PREPEND CMAKE_MODULE_PATH "${CMAKE_CURRENT_LIST_DIR}")
+find_package(GpufeedCodecs QUIET)
+list(POP_FRONT CMAKE_MODULE_PATH)
+if(HDF5_FOUND AND ZLIB_FOUND AND GpufeedCodecs_FOUND)
   add_library(gpufeed_hdf5 INTERFACE)
   add_library(gpufeed::hdf5 ALIAS gpufeed_hdf5)
   set_target_properties(gpufeed_hdf5 PROPERTIES EXPORT_NAME hdf5)
-  target_link_libraries(gpufeed_hdf5 INTERFACE gpufeed hdf5::hdf5 ZLIB::ZLIB)
+  target_link_libraries(gpufeed_hdf5 INTERFACE gpufeed hdf5::hdf5 ZLIB::ZLIB GpufeedCodecs::deflate
+                        GpufeedCodecs::lz4 GpufeedCodecs::zstd GpufeedCodecs::blosc)
   list(APPEND GPUFEED_COMPONENTS hdf5)
 else()
-  message(STATUS "gpufeed: HDF5 C library or zlib not found (apt install libhdf5-dev zlib1g-dev); "
+  message(STATUS "gpufeed: HDF5 C library, zlib or a codec library not found (apt install "
+                 "libhdf5-dev zlib1g-dev libdeflate-dev liblz4-dev libzstd-dev libblosc-dev); "
                  "the hdf5 component is not built")
 endif()
 

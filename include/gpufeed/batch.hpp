@@ -22,17 +22,10 @@
 #include <utility>
 #include <vector>
 
-#include "gpufeed/target.hpp"
+#include "gpufeed/batch_view.hpp"
+#include "gpufeed/loader_config.hpp"
 
 namespace gpufeed {
-
-// What the loader does when a record cannot be read (I/O error, corrupt data, ...):
-//   throw_error  the batch it broke is delivered as that error: next() rethrows it (default)
-//   skip         the record is left out of its batch (the batch is shorter) and logged
-//   substitute   the record is replaced by a good record of the same batch (same size) and logged;
-//                where none fits, it is skipped
-// A failing transform hook fails the whole batch under every policy.
-enum class error_policy { throw_error, skip, substitute };
 
 // A record the error policy dropped or replaced, and why.
 struct skipped_record {
@@ -51,31 +44,18 @@ class batch_owner {
   virtual void release_batch(std::size_t ticket, stream_handle consumer) noexcept = 0;
 };
 
-// Everything a batch describes, filled by the pipeline at delivery.
-struct batch_fields {
-  std::uint64_t epoch = 0, number = 0, sequence = 0;
-  bool last_in_epoch = false;
-  std::size_t records = 0, record_bytes = 0, data_bytes = 0, output_bytes = 0;
-  std::byte* data = nullptr;
-  std::byte* output = nullptr;
-  const std::uint64_t* offsets = nullptr;
-  const std::int64_t* labels = nullptr;
-  const std::uint64_t* indices = nullptr;
-  const std::uint64_t* host_offsets = nullptr;
-  const std::int64_t* host_labels = nullptr;
-  const std::uint64_t* host_indices = nullptr;
-  bool on_device = false;
-  int device = -1;
-  std::vector<skipped_record> skipped;
-};
 }  // namespace detail
 
 class batch {
  public:
   batch() noexcept = default;
+  // Made by the loader: `view` in target memory, `host` the same batch's metadata in host memory
+  // (its data pointer unused); `device` is -1 on the host target.
   batch(std::shared_ptr<detail::batch_owner> owner, std::size_t ticket, stream_handle consumer,
-        detail::batch_fields f) noexcept
-      : owner_(std::move(owner)), ticket_(ticket), consumer_(consumer), f_(std::move(f)) {}
+        const batch_view& view, const batch_view& host, int device,
+        std::vector<skipped_record> skipped) noexcept
+      : owner_(std::move(owner)), ticket_(ticket), consumer_(consumer), view_(view), host_(host),
+        device_(device), skipped_(std::move(skipped)) {}
   batch(batch&& o) noexcept { swap(o); }
   batch& operator=(batch&& o) noexcept {
     batch tmp(std::move(o));
@@ -97,62 +77,68 @@ class batch {
   }
   [[nodiscard]] bool valid() const noexcept { return owner_ != nullptr; }
 
-  [[nodiscard]] std::uint64_t epoch() const noexcept { return f_.epoch; }
-  [[nodiscard]] std::uint64_t number() const noexcept { return f_.number; }  // within the epoch
-  [[nodiscard]] std::uint64_t sequence() const noexcept { return f_.sequence; }  // since start
-  [[nodiscard]] bool last_in_epoch() const noexcept { return f_.last_in_epoch; }
-  [[nodiscard]] std::size_t size() const noexcept { return f_.records; }
-  [[nodiscard]] bool empty() const noexcept { return f_.records == 0; }
-  [[nodiscard]] bool on_device() const noexcept { return f_.on_device; }
-  [[nodiscard]] int device() const noexcept { return f_.device; }
+  [[nodiscard]] std::uint64_t epoch() const noexcept { return view_.epoch; }
+  [[nodiscard]] std::uint64_t number() const noexcept { return view_.number; }  // within the epoch
+  [[nodiscard]] std::uint64_t sequence() const noexcept { return view_.sequence; }  // since start
+  [[nodiscard]] bool last_in_epoch() const noexcept { return view_.last_in_epoch; }
+  [[nodiscard]] std::size_t size() const noexcept { return view_.records; }
+  [[nodiscard]] bool empty() const noexcept { return view_.records == 0; }
+  [[nodiscard]] bool on_device() const noexcept { return view_.on_device; }
+  [[nodiscard]] int device() const noexcept { return device_; }
   // Fixed record size, or 0 when the source's records vary (use offsets()).
-  [[nodiscard]] std::size_t record_bytes() const noexcept { return f_.record_bytes; }
+  [[nodiscard]] std::size_t record_bytes() const noexcept { return view_.record_bytes; }
 
   // Target memory (device memory on a device target).
-  [[nodiscard]] std::span<std::byte> data() const noexcept { return {f_.data, f_.data_bytes}; }
+  [[nodiscard]] std::span<std::byte> data() const noexcept { return {view_.data, view_.data_bytes}; }
   [[nodiscard]] std::span<const std::uint64_t> offsets() const noexcept {
-    return {f_.offsets, f_.records + 1};
+    return {view_.offsets, view_.records + 1};
   }
   [[nodiscard]] std::span<const std::int64_t> labels() const noexcept {
-    return {f_.labels, f_.labels ? f_.records : 0};
+    return {view_.labels, view_.labels ? view_.records : 0};
   }
   [[nodiscard]] std::span<const std::uint64_t> indices() const noexcept {
-    return {f_.indices, f_.records};
+    return {view_.indices, view_.records};
   }
   // The transform output buffer (empty unless the loader was given output_bytes).
   [[nodiscard]] std::span<std::byte> output() const noexcept {
-    return {f_.output, f_.output_bytes};
+    return {view_.output, view_.output_bytes};
   }
   // Record k's bytes, in target memory.
   [[nodiscard]] std::span<std::byte> record(std::size_t k) const noexcept {
-    return {f_.data + f_.host_offsets[k], f_.host_offsets[k + 1] - f_.host_offsets[k]};
+    return {view_.data + host_.offsets[k], host_.offsets[k + 1] - host_.offsets[k]};
   }
 
   // Host copies of the metadata, valid until release.
   [[nodiscard]] std::span<const std::uint64_t> host_offsets() const noexcept {
-    return {f_.host_offsets, f_.records + 1};
+    return {host_.offsets, view_.records + 1};
   }
   [[nodiscard]] std::span<const std::int64_t> host_labels() const noexcept {
-    return {f_.host_labels, f_.host_labels ? f_.records : 0};
+    return {host_.labels, host_.labels ? view_.records : 0};
   }
   [[nodiscard]] std::span<const std::uint64_t> host_indices() const noexcept {
-    return {f_.host_indices, f_.records};
+    return {host_.indices, view_.records};
   }
   // Records the error policy dropped or replaced in this batch.
-  [[nodiscard]] const std::vector<skipped_record>& skipped() const noexcept { return f_.skipped; }
+  [[nodiscard]] const std::vector<skipped_record>& skipped() const noexcept { return skipped_; }
 
   void swap(batch& o) noexcept {
     std::swap(owner_, o.owner_);
     std::swap(ticket_, o.ticket_);
     std::swap(consumer_, o.consumer_);
-    std::swap(f_, o.f_);
+    std::swap(view_, o.view_);
+    std::swap(host_, o.host_);
+    std::swap(device_, o.device_);
+    std::swap(skipped_, o.skipped_);
   }
 
  private:
   std::shared_ptr<detail::batch_owner> owner_;
   std::size_t ticket_ = 0;
   stream_handle consumer_ = nullptr;
-  detail::batch_fields f_;
+  batch_view view_;  // target memory
+  batch_view host_;  // host copies of offsets, labels and indices
+  int device_ = -1;
+  std::vector<skipped_record> skipped_;
 };
 
 }  // namespace gpufeed

@@ -4,13 +4,14 @@
 #pragma once
 
 #include "gpufeed/batch.hpp"
+#include "gpufeed/batch_view.hpp"
 #include "gpufeed/bounded_queue.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/loader.hpp"
+#include "gpufeed/loader_config.hpp"
 #include "gpufeed/memory.hpp"
 #include "gpufeed/sampler.hpp"
 #include "gpufeed/source.hpp"
 #include "gpufeed/stats.hpp"
 #include "gpufeed/target.hpp"
-#include "gpufeed/thread_pool.hpp"
 #include "gpufeed/verdict.hpp"

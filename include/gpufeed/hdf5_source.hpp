@@ -20,18 +20,26 @@
 //   pread_raw         contiguous data, or unfiltered chunks: one pread per record (per chunk
 //                     part) on a shared read-only descriptor, straight into the caller's buffer.
 //   pread_decode      as above, plus work HDF5 would do, done by gpufeed in the calling thread:
-//                     deflate (zlib), shuffle and fletcher32 (verified) on chunks, and the byte
-//                     swap of non-native byte order. A reader caches decoded chunks, so reading
-//                     consecutive records of one compressed chunk decodes it once.
+//                     on chunks, deflate (libdeflate), shuffle and fletcher32 (verified), and the
+//                     plugin filters h5py + hdf5plugin write — LZ4 (32004), Bitshuffle (32008;
+//                     none, LZ4 or Zstd), Blosc (32001; any of its compressors and shuffles) and
+//                     Zstd (32015) — decoded by liblz4, libzstd and libblosc, with no HDF5 plugin
+//                     needed; and the byte swap of non-native byte order. A reader caches decoded
+//                     chunks, so reading consecutive records of one compressed chunk decodes it
+//                     once.
 //   h5dread_fallback  compact, virtual or external storage, any other filter (nbit, scaleoffset,
-//                     szip, plugins), types HDF5 must convert, and chunks never written: H5Dread
-//                     of the record's hyperslab under gpufeed's HDF5 mutex. Correct, serialised.
+//                     szip, other plugins: found as HDF5 finds them, HDF5_PLUGIN_PATH included),
+//                     two compressing filters in one pipeline, types HDF5 must convert, and
+//                     chunks never written: H5Dread of the record's hyperslab under gpufeed's
+//                     HDF5 mutex. Correct, serialised.
 // Records are always the bytes H5Dread with the dataset's native memory type would produce.
 //
-// Costs. A compressed chunk is always inflated whole and its Adler-32 (and fletcher32, if any)
-// checked, so corruption is reported, never delivered; reading one record of a chunk of R rows
+// Costs. A compressed chunk is always decoded whole, its sizes checked against the chunk's and
+// its Adler-32 (deflate) and fletcher32 checked, so damage those detect is reported, never
+// delivered (LZ4, Zstd frames without a checksum, Blosc and Bitshuffle carry no checksum of the
+// data: a flipped literal there decodes to other bytes, as it does in HDF5); reading one record of a chunk of R rows
 // at random therefore inflates R rows. Prefer chunks of one or a few records for shuffled
-// access. make_reader() gives each worker thread a reader that keeps its zlib state, scratch
+// access. make_reader() gives each worker thread a reader that keeps its decoder state, scratch
 // buffers and a cache of decoded chunks (enough for every chunk one record touches, within
 // 64 MiB); read() is thread-safe but starts from nothing each call. Blob offsets and labels are
 // held in memory (8 bytes per record each); chunk extents take 24 bytes per chunk.
@@ -94,7 +102,8 @@ struct hdf5_shard_info {
   std::vector<std::uint64_t> shape;  // of the data dataset
   std::string storage;               // "contiguous", "chunked", "compact", "virtual", "external"
   std::vector<std::uint64_t> chunk_shape;  // empty unless chunked
-  std::vector<std::string> filters;        // "deflate(level)", "shuffle", "fletcher32", other names
+  std::vector<std::string> filters;  // "deflate(level)", "shuffle", "fletcher32", "lz4", "zstd",
+                                     // "blosc", "bitshuffle[(lz4|zstd)]", other names
   // Named read_path, not path: the brief's sketch used `path` for both this and the file, which
   // cannot compile.
   hdf5_read_path read_path = hdf5_read_path::pread_raw;

@@ -1,10 +1,14 @@
 // gpufeed — where a loader delivers batches: host memory, or a CUDA device.
 //
-// The loader is host code and never includes CUDA headers. A device target is a transfer_engine
-// made by include/gpufeed/cuda/device_target.hpp (gpufeed::cuda::device(id)); the loader sees it
-// only through this interface, called once per batch, so the indirection costs nothing
-// measurable. Streams cross the boundary as stream_handle: cudaStream_t is `CUstream_st*`, and
-// declaring the struct here lets host code pass a user's stream through without the CUDA headers.
+// Every target is a transfer_engine: the loader has one code path and asks the engine to move
+// each filled staging slot into one of its target slots. host_engine (below) delivers in place
+// (the target slot is the staging slot itself, no copy); cuda::device_engine
+// (include/gpufeed/cuda/device_target.hpp) makes one H2D copy per batch. The loader is host code
+// and never includes CUDA headers; it sees engines only through these interfaces, called a few
+// times per batch, so the indirection costs nothing measurable.
+//
+// An engine may also offer an engine_probe: copy times, copy spans for the timeline, and
+// profiler ranges (NVTX). The loader's hot path never depends on one being there.
 #pragma once
 
 #include <cstddef>
@@ -12,41 +16,17 @@
 #include <functional>
 #include <memory>
 #include <memory_resource>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "gpufeed/batch_view.hpp"
 #include "gpufeed/memory.hpp"
-
-struct CUstream_st;
 
 namespace gpufeed {
 
-// A cudaStream_t without the CUDA headers. nullptr is CUDA's legacy default stream.
-using stream_handle = CUstream_st*;
-
-// What a transform hook sees of a batch: pointers in the target's memory (device memory on a
-// device target), valid for the duration of the call. Work the hook queues on the stream it is
-// given is ordered after the batch's copy and before the consumer may touch the batch.
-struct batch_view {
-  std::byte* data = nullptr;             // packed records
-  std::size_t data_bytes = 0;
-  const std::uint64_t* offsets = nullptr;  // records + 1 byte offsets into data
-  const std::int64_t* labels = nullptr;    // null when the source has none
-  const std::uint64_t* indices = nullptr;  // global record indices
-  std::size_t records = 0;
-  std::size_t record_bytes = 0;          // fixed record size, 0 when records vary
-  std::byte* output = nullptr;           // the batch's transform output buffer (may be null)
-  std::size_t output_bytes = 0;
-  bool on_device = false;
-};
-
-// Runs on the pipeline after a batch is in the target's memory: on a device target, on the copy
-// stream (queue kernels there, never synchronise); on the host target, on the worker thread
-// that completed the batch, with stream == nullptr. An exception fails that batch.
-using transform_hook = std::function<void(const batch_view&, stream_handle)>;
-
-// Counters a transfer engine keeps (read by telemetry).
+// Counters a probing engine keeps (read by telemetry).
 struct transfer_counters {
   std::uint64_t copies = 0;
   std::uint64_t bytes = 0;
@@ -70,55 +50,125 @@ struct copy_span {
   std::uint64_t batch_bytes = 0;
 };
 
-// Moves filled host slots to a device. Thread-safe. Lifecycle: configure() once, then any number
-// of submit_copy / run_hook / mark_ready / consumer_acquire / consumer_release, then drain()
-// before destruction.
-class transfer_engine {
+// Optional measurements of an engine. Thread-safe.
+class engine_probe {
  public:
-  virtual ~transfer_engine() = default;
-
-  [[nodiscard]] virtual std::string describe() const = 0;
-  // Where staging slots come from: pinned memory, so copies are fast and truly asynchronous.
-  [[nodiscard]] virtual std::pmr::memory_resource* staging_resource() = 0;
-  // Allocates `device_slots` device buffers of slot_bytes (+ output_bytes each for transforms)
-  // and `streams` streams. Called once, before any submit.
-  virtual void configure(std::size_t slot_bytes, std::size_t output_bytes,
-                         std::size_t device_slots, std::size_t streams) = 0;
-  [[nodiscard]] virtual std::byte* device_slot(std::size_t d) const = 0;
-  [[nodiscard]] virtual std::byte* output_slot(std::size_t d) const = 0;
-  [[nodiscard]] virtual std::size_t device_bytes() const = 0;
-
-  // Queues, on stream `stream`: wait for device slot d's consumed event, then copy `bytes` from
-  // staging into slot d. `token` names the staging buffer: reclaim() hands it back once the copy
-  // has finished. Never blocks the calling thread on the device. If it throws, nothing was queued
-  // and the token will never be reclaimed.
-  virtual void submit_copy(std::size_t d, std::size_t stream, const std::byte* staging,
-                           std::size_t bytes, std::size_t token) = 0;
-  // Appends to `done` the tokens of copies that have finished since the last call, and returns
-  // how many. Never blocks (an event query per copy in flight).
-  virtual std::size_t reclaim(std::vector<std::size_t>& done) = 0;
-  // Calls hook(view, s) with the engine's stream s, so the hook's kernels follow the copy.
-  virtual void run_hook(std::size_t stream, const transform_hook& hook, const batch_view& view) = 0;
-  // Records slot d's ready event on the stream: the batch is complete on the device after it.
-  virtual void mark_ready(std::size_t d, std::size_t stream) = 0;
-  // Slot d's queued work is abandoned (its batch failed after the copy was queued): whoever takes
-  // d next must wait for that work, so the consumed event is recorded on the engine's stream.
-  virtual void abandon(std::size_t d, std::size_t stream) noexcept = 0;
-  // The consumer's stream waits for slot d's ready event (no host synchronisation).
-  virtual void consumer_acquire(std::size_t d, stream_handle consumer) = 0;
-  // Records slot d's consumed event on the consumer's stream: the slot is refilled only after it.
-  virtual void consumer_release(std::size_t d, stream_handle consumer) noexcept = 0;
-  // Waits for everything queued (teardown only; counted in host_syncs).
-  virtual void drain() noexcept = 0;
+  virtual ~engine_probe() = default;
   [[nodiscard]] virtual transfer_counters counters() const = 0;
   // Keep the timeline of up to `capacity` copies (0 = off). Called before configure(); when on,
-  // configure() synchronises once with the device to map event times onto the host clock.
+  // a device engine's configure() synchronises once with the device to map event times onto the
+  // host clock.
   virtual void record_copy_spans(std::size_t capacity) = 0;
   // The copies recorded so far whose events have completed (never waits for the device).
   [[nodiscard]] virtual std::vector<copy_span> copy_spans() = 0;
   // Names a range of work on the calling thread in a profiler's timeline (NVTX on CUDA).
   virtual void range_push(const char* name) noexcept = 0;
   virtual void range_pop() noexcept = 0;
+};
+
+// A target slot: where one delivered batch lies (target memory).
+struct target_slot {
+  std::byte* data = nullptr;    // the batch's slot image: metadata, then records
+  std::byte* output = nullptr;  // its transform output buffer (null without one)
+};
+
+// Moves filled staging slots into target slots. Thread-safe. Lifecycle: configure() once, then
+// any number of copy / complete / reclaim / acquire / release, then drain() before destruction.
+class transfer_engine {
+ public:
+  virtual ~transfer_engine() = default;
+
+  // Where staging slots come from (device targets: pinned, so copies are fast and asynchronous).
+  [[nodiscard]] virtual std::pmr::memory_resource* staging_resource() = 0;
+  // True when a staging slot comes back only once its batch is released (the batch lies in it),
+  // false when it comes back as soon as its copy has run. The loader sizes its staging pool by it
+  // and, when true, waits for a release instead of polling reclaim().
+  [[nodiscard]] virtual bool delivers_in_place() const noexcept = 0;
+  // Target slots of slot_bytes (+ output_bytes each for transforms) and `streams` streams.
+  // Called once, before any copy.
+  virtual void configure(std::size_t slot_bytes, std::size_t output_bytes, std::size_t slots,
+                         std::size_t streams) = 0;
+  // Target slot d. Valid for the slot's current batch after copy().
+  [[nodiscard]] virtual target_slot slot(std::size_t d) const = 0;
+
+  // Queues, on stream `stream`: wait until target slot d's previous batch is consumed, then move
+  // `bytes` from staging into it. `token` names the staging slot: reclaim() hands it back once
+  // it may be refilled. Never blocks the calling thread on the device. If it throws, nothing was
+  // queued and the token will never be reclaimed.
+  virtual void copy(std::size_t d, std::size_t stream, std::byte* staging, std::size_t bytes,
+                    std::size_t token) = 0;
+  // After copy(): runs hook(view, s) (if any) so that its work follows the copy, then marks
+  // slot d ready. If it throws, slot d's queued work is abandoned safely (whoever takes d next
+  // waits for it) and the token still comes back through reclaim().
+  virtual void complete(std::size_t d, std::size_t stream, const transform_hook& hook,
+                        const batch_view& view) = 0;
+  // Appends to `done` the tokens of staging slots free again since the last call, and returns
+  // how many. Never blocks (an event query per copy in flight on a device).
+  virtual std::size_t reclaim(std::vector<std::size_t>& done) = 0;
+  // The consumer's stream waits for slot d's batch (no host synchronisation).
+  virtual void acquire(std::size_t d, stream_handle consumer) = 0;
+  // Slot d's batch is released once `consumer` has passed this point: it is refilled only after.
+  virtual void release(std::size_t d, stream_handle consumer) noexcept = 0;
+  // Waits for everything queued (teardown only; counted in host_syncs).
+  virtual void drain() noexcept = 0;
+  // The engine's measurements, or nullptr when it has none.
+  [[nodiscard]] virtual engine_probe* probe() noexcept { return nullptr; }
+};
+
+// The host target's engine: batches are delivered in the staging slot the workers filled (one
+// host copy, by the workers' reads), and a staging slot comes back when its batch is released.
+// The hook runs on the calling (worker) thread with stream == nullptr.
+class host_engine final : public transfer_engine {
+ public:
+  std::pmr::memory_resource* staging_resource() override { return pageable_resource::instance(); }
+  bool delivers_in_place() const noexcept override { return true; }
+  void configure(std::size_t, std::size_t output_bytes, std::size_t slots, std::size_t) override {
+    slots_.assign(slots, in_place{});
+    released_.reserve(slots);  // a token is released at most once per slot: release() never grows it
+    outputs_.clear();
+    if (output_bytes)
+      for (std::size_t d = 0; d < slots; ++d)
+        outputs_.emplace_back(pageable_resource::instance(), output_bytes);
+  }
+  target_slot slot(std::size_t d) const override {
+    return {slots_[d].staging, outputs_.empty() ? nullptr : outputs_[d].data()};
+  }
+  void copy(std::size_t d, std::size_t, std::byte* staging, std::size_t, std::size_t token)
+      override {
+    slots_[d] = in_place{staging, token};  // slot d is owned by the caller until release
+  }
+  void complete(std::size_t d, std::size_t, const transform_hook& hook,
+                const batch_view& view) override {
+    try {
+      if (hook) hook(view, nullptr);
+    } catch (...) {
+      release(d, nullptr);  // the batch failed: its staging slot is free again
+      throw;
+    }
+  }
+  std::size_t reclaim(std::vector<std::size_t>& done) override {
+    std::lock_guard lock(mutex_);
+    const std::size_t n = released_.size();
+    done.insert(done.end(), released_.begin(), released_.end());
+    released_.clear();
+    return n;
+  }
+  void acquire(std::size_t, stream_handle) override {}
+  void release(std::size_t d, stream_handle) noexcept override {
+    std::lock_guard lock(mutex_);
+    released_.push_back(slots_[d].token);
+  }
+  void drain() noexcept override {}
+
+ private:
+  struct in_place {
+    std::byte* staging = nullptr;
+    std::size_t token = 0;
+  };
+  std::vector<in_place> slots_;
+  std::vector<resource_buffer> outputs_;
+  std::mutex mutex_;
+  std::vector<std::size_t> released_;
 };
 
 class target {
@@ -136,7 +186,8 @@ class target {
   [[nodiscard]] int device() const noexcept { return device_; }  // -1 for host
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
   [[nodiscard]] std::unique_ptr<transfer_engine> make_engine() const {
-    return factory_ ? factory_() : nullptr;
+    if (!factory_) return std::make_unique<host_engine>();
+    return factory_();
   }
 
  private:

@@ -1,8 +1,8 @@
 // A transfer engine for host-only tests: "device" slots are host buffers and copies run on one
 // background thread that takes a set time per copy, like a saturated copy engine. Like the CUDA
-// engine it never blocks the pipeline's threads; consumer_acquire waits for the slot's copy, as a
-// consumer's stream would wait on the device; the staging token comes back through reclaim()
-// once the copy is done.
+// engine it never blocks the planner; acquire() and a hook's complete() wait for the slot's copy,
+// as a stream would wait on the device; the staging token comes back through reclaim() once the
+// copy is done.
 #pragma once
 
 #include <chrono>
@@ -18,7 +18,7 @@
 
 namespace gpufeed::test {
 
-class mock_engine final : public transfer_engine {
+class mock_engine final : public transfer_engine, public engine_probe {
  public:
   explicit mock_engine(std::chrono::microseconds copy_time) : copy_time_(copy_time) {
     thread_ = std::jthread([this](std::stop_token st) { run(st); });
@@ -29,8 +29,9 @@ class mock_engine final : public transfer_engine {
     cv_.notify_all();
   }
 
-  std::string describe() const override { return "mock"; }
   std::pmr::memory_resource* staging_resource() override { return pageable_resource::instance(); }
+  bool delivers_in_place() const noexcept override { return false; }
+  engine_probe* probe() noexcept override { return this; }
   void configure(std::size_t slot_bytes, std::size_t output_bytes, std::size_t device_slots,
                  std::size_t) override {
     for (std::size_t d = 0; d < device_slots; ++d) {
@@ -38,12 +39,10 @@ class mock_engine final : public transfer_engine {
       outputs_.emplace_back(pageable_resource::instance(), output_bytes);
     }
   }
-  std::byte* device_slot(std::size_t d) const override { return slots_[d].data(); }
-  std::byte* output_slot(std::size_t d) const override { return outputs_[d].data(); }
-  std::size_t device_bytes() const override { return slots_.size() * slots_.front().size(); }
+  target_slot slot(std::size_t d) const override { return {slots_[d].data(), outputs_[d].data()}; }
 
-  void submit_copy(std::size_t d, std::size_t stream, const std::byte* staging, std::size_t bytes,
-                   std::size_t token) override {
+  void copy(std::size_t d, std::size_t stream, std::byte* staging, std::size_t bytes,
+            std::size_t token) override {
     std::lock_guard lock(mutex_);
     counters_.copies += 1;  // counted when queued, as the CUDA engine does
     counters_.bytes += bytes;
@@ -57,29 +56,18 @@ class mock_engine final : public transfer_engine {
     done_.clear();
     return n;
   }
-  // On a real stream the hook's work runs after the copy queued before it; here the hook runs on
-  // the host at once, so it first waits for the copy into its slot (else it reads the slot's
-  // previous batch).
-  void run_hook(std::size_t, const transform_hook& hook, const batch_view& view) override {
-    for (std::size_t d = 0; d < slots_.size(); ++d)
-      if (view.data >= slots_[d].data() && view.data < slots_[d].data() + slots_[d].size())
-        consumer_acquire(d, nullptr);
+  // The hook reads the "device" slot on the host here, so it runs once the slot's copy is done
+  // (on a device, the stream orders the hook's kernels after the copy).
+  void complete(std::size_t d, std::size_t, const transform_hook& hook,
+                const batch_view& view) override {
+    if (!hook) return;
+    wait_copied(d);
     hook(view, nullptr);
   }
-  void mark_ready(std::size_t, std::size_t) override {}
-  void abandon(std::size_t, std::size_t) noexcept override {}
   // The consumer reads device slots on the host here, so acquiring one waits for its copy (a
   // real consumer's stream would wait on the ready event instead).
-  void consumer_acquire(std::size_t d, stream_handle) override {
-    std::unique_lock lock(mutex_);
-    cv_.wait(lock, [&] {
-      if (busy_ && busy_slot_ == d) return false;
-      for (const job& j : jobs_)
-        if (j.d == d) return false;
-      return true;
-    });
-  }
-  void consumer_release(std::size_t, stream_handle) noexcept override {}
+  void acquire(std::size_t d, stream_handle) override { wait_copied(d); }
+  void release(std::size_t, stream_handle) noexcept override {}
   void drain() noexcept override {
     std::unique_lock lock(mutex_);
     cv_.wait(lock, [&] { return jobs_.empty() && !busy_; });
@@ -103,6 +91,15 @@ class mock_engine final : public transfer_engine {
     std::size_t bytes;
     std::size_t token;
   };
+  void wait_copied(std::size_t d) {
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [&] {
+      if (busy_ && busy_slot_ == d) return false;
+      for (const job& j : jobs_)
+        if (j.d == d) return false;
+      return true;
+    });
+  }
   void run(std::stop_token st) {
     std::unique_lock lock(mutex_);
     for (;;) {

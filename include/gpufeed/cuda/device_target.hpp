@@ -55,7 +55,7 @@ class device_guard {
   int previous_ = 0;
 };
 
-class device_engine final : public transfer_engine {
+class device_engine final : public transfer_engine, public engine_probe {
  public:
   explicit device_engine(int device) : device_(device) {
     if (!has_device()) throw cuda_error("no usable CUDA device: " + query().reason);
@@ -63,17 +63,19 @@ class device_engine final : public transfer_engine {
   }
   ~device_engine() override { drain(); }
 
-  std::string describe() const override {
+  [[nodiscard]] std::string describe() const {
     return "cuda:" + std::to_string(device_) + " (" + props_.name + ")";
   }
   std::pmr::memory_resource* staging_resource() override { return pinned_resource::instance(); }
+  bool delivers_in_place() const noexcept override { return false; }
+  engine_probe* probe() noexcept override { return this; }
 
   void configure(std::size_t slot_bytes, std::size_t output_bytes, std::size_t device_slots,
                  std::size_t streams) override {
     device_guard g(device_);
     slots_.clear();
     for (std::size_t d = 0; d < device_slots; ++d) {
-      slot s;
+      device_slot s;
       s.buffer = device_buffer(slot_bytes);
       if (output_bytes) s.output = device_buffer(output_bytes);
       slots_.push_back(std::move(s));
@@ -102,14 +104,15 @@ class device_engine final : public transfer_engine {
     for (auto& sl : slots_) collect_timing(sl, false);
     return spans_;
   }
-  std::byte* device_slot(std::size_t d) const override { return slots_[d].buffer.data(); }
-  std::byte* output_slot(std::size_t d) const override { return slots_[d].output.data(); }
-  std::size_t device_bytes() const override { return device_bytes_; }
+  target_slot slot(std::size_t d) const override {
+    return {slots_[d].buffer.data(), slots_[d].output.data()};
+  }
+  [[nodiscard]] std::size_t device_bytes() const noexcept { return device_bytes_; }
 
-  void submit_copy(std::size_t d, std::size_t s, const std::byte* staging, std::size_t bytes,
-                   std::size_t token) override {
+  void copy(std::size_t d, std::size_t s, std::byte* staging, std::size_t bytes,
+            std::size_t token) override {
     device_guard g(device_);
-    slot& sl = slots_[d];
+    device_slot& sl = slots_[d];
     const stream& st = streams_[s];
     st.wait(sl.consumed);  // the consumer is done with this slot's previous batch
     std::lock_guard lock(mutex_);  // timing fields and the in-flight list are shared
@@ -138,20 +141,22 @@ class device_engine final : public transfer_engine {
     }
     return n;
   }
-  void run_hook(std::size_t s, const transform_hook& hook, const batch_view& view) override {
+  // The hook's kernels and the ready event follow the copy on stream s. If either fails, the
+  // consumed event is recorded on s, so whoever takes slot d next waits for the abandoned work.
+  void complete(std::size_t d, std::size_t s, const transform_hook& hook,
+                const batch_view& view) override {
     device_guard g(device_);
-    hook(view, streams_[s].get());
+    try {
+      if (hook) hook(view, streams_[s].get());
+      slots_[d].ready.record(streams_[s]);
+    } catch (...) {
+      GPUFEED_CUDA_LOG(cudaEventRecord(slots_[d].consumed, streams_[s]));
+      throw;
+    }
   }
-  void mark_ready(std::size_t d, std::size_t s) override {
+  void acquire(std::size_t d, stream_handle consumer) override {
     device_guard g(device_);
-    slots_[d].ready.record(streams_[s]);
-  }
-  void abandon(std::size_t d, std::size_t s) noexcept override {
-    GPUFEED_CUDA_LOG(cudaEventRecord(slots_[d].consumed, streams_[s]));
-  }
-  void consumer_acquire(std::size_t d, stream_handle consumer) override {
-    device_guard g(device_);
-    slot& sl = slots_[d];
+    device_slot& sl = slots_[d];
     sl.timing = untimed;
     if (!timed_handoff(handoffs_.fetch_add(1, std::memory_order_relaxed))) {
       GPUFEED_CUDA_TRY(cudaStreamWaitEvent(consumer, sl.ready, 0));
@@ -166,12 +171,12 @@ class device_engine final : public transfer_engine {
     GPUFEED_CUDA_TRY(cudaStreamWaitEvent(consumer, sl.ready, 0));
     t.wait_end.record(consumer);
   }
-  void consumer_release(std::size_t d, stream_handle consumer) noexcept override {
+  void release(std::size_t d, stream_handle consumer) noexcept override {
     // The legacy default stream (nullptr) is the current device's: make ours current.
     int previous = device_;
     GPUFEED_CUDA_LOG(cudaGetDevice(&previous));
     if (previous != device_) GPUFEED_CUDA_LOG(cudaSetDevice(device_));
-    slot& sl = slots_[d];
+    device_slot& sl = slots_[d];
     GPUFEED_CUDA_LOG(cudaEventRecord(sl.consumed, consumer));
     if (sl.timing != untimed) {
       std::lock_guard lock(mutex_);
@@ -206,7 +211,7 @@ class device_engine final : public transfer_engine {
   [[nodiscard]] stream_handle stream_at(std::size_t s) const noexcept { return streams_[s].get(); }
 
  private:
-  struct slot {
+  struct device_slot {
     device_buffer buffer, output;
     event ready, consumed;
     event copy_start{event::timing::enabled}, copy_end{event::timing::enabled};
@@ -251,7 +256,7 @@ class device_engine final : public transfer_engine {
 
   // Adds the slot's previous copy time, if that copy has finished (never waits for it). A copy
   // still running when its slot is reused (`reusing`) goes unmeasured. Caller holds mutex_.
-  void collect_timing(slot& sl, bool reusing) {
+  void collect_timing(device_slot& sl, bool reusing) {
     if (!sl.timing_pending) return;
     if (!sl.copy_end.ready()) {
       if (reusing) sl.timing_pending = false;
@@ -276,10 +281,10 @@ class device_engine final : public transfer_engine {
 
   int device_;
   device_properties props_;
-  std::vector<slot> slots_;
+  std::vector<device_slot> slots_;
   mutable std::vector<consumer_timing> timings_;  // updated from const counters()
   std::size_t next_timing_ = 0;
-  std::atomic<std::uint64_t> handoffs_{0};  // consumer_acquire calls
+  std::atomic<std::uint64_t> handoffs_{0};  // acquire() calls
   std::vector<stream> streams_;
   // Copies queued and not yet reclaimed: the slot's copy_end event (a slot is not reused before
   // its batch is released, after its copy was queued) and the staging token.

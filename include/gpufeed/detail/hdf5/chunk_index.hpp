@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "gpufeed/detail/hdf5/chunk_decoders.hpp"
 #include "gpufeed/detail/hdf5/dtype.hpp"
 #include "gpufeed/detail/hdf5/index_driver.hpp"
 #include "gpufeed/detail/hdf5/library.hpp"
@@ -35,12 +36,16 @@ inline std::string coords_text(const coords& c, int rank) {
   return t + ")";
 }
 
+// The registered ids of the plugin filters gpufeed decodes (HDF Group's filter registry).
+inline constexpr H5Z_filter_t filter_id_blosc = 32001, filter_id_lz4 = 32004,
+                              filter_id_bitshuffle = 32008, filter_id_zstd = 32015;
+
 // Reads the filter pipeline into s.description.filters and s.pipeline. Returns the reason the
 // shard must fall back, or "" when gpufeed decodes every filter.
 inline std::string read_pipeline(shard_index& s, hid_t dcpl, const std::string& file) {
   const int n = check(H5Pget_nfilters(dcpl), "H5Pget_nfilters", "cannot read filters", file);
   std::string reason;
-  int deflates = 0;
+  int compressors = 0;
   for (int k = 0; k < n; ++k) {
     unsigned flags = 0, config = 0;
     std::array<unsigned, 16> cd{};
@@ -54,7 +59,6 @@ inline std::string read_pipeline(shard_index& s, hid_t dcpl, const std::string& 
     if (id == H5Z_FILTER_DEFLATE) {
       s.description.filters.push_back("deflate(" + (ncd ? std::to_string(cd[0]) : "?") + ")");
       step.kind = filter_kind::deflate;
-      ++deflates;
     } else if (id == H5Z_FILTER_SHUFFLE) {
       s.description.filters.push_back("shuffle");
       step.kind = filter_kind::shuffle;
@@ -62,6 +66,26 @@ inline std::string read_pipeline(shard_index& s, hid_t dcpl, const std::string& 
     } else if (id == H5Z_FILTER_FLETCHER32) {
       s.description.filters.push_back("fletcher32");
       step.kind = filter_kind::fletcher32;
+    } else if (id == filter_id_lz4) {
+      s.description.filters.push_back("lz4");
+      step.kind = filter_kind::lz4;
+    } else if (id == filter_id_zstd) {
+      s.description.filters.push_back("zstd");
+      step.kind = filter_kind::zstd;
+    } else if (id == filter_id_blosc) {
+      s.description.filters.push_back("blosc");
+      step.kind = filter_kind::blosc;
+    } else if (id == filter_id_bitshuffle && ncd >= 3 && cd[2] > 0 &&
+               (ncd < 5 || cd[4] == codec::bitshuffle_none || cd[4] == codec::bitshuffle_lz4 ||
+                cd[4] == codec::bitshuffle_zstd)) {
+      step.kind = filter_kind::bitshuffle;
+      step.element_size = cd[2];
+      step.block = ncd > 3 ? cd[3] : 0;
+      step.compression = ncd > 4 ? cd[4] : codec::bitshuffle_none;
+      s.description.filters.push_back(
+          step.compression == codec::bitshuffle_lz4    ? "bitshuffle(lz4)"
+          : step.compression == codec::bitshuffle_zstd ? "bitshuffle(zstd)"
+                                                       : "bitshuffle");
     } else {
       std::string nm = name[0] ? std::string(name.data()) : "unknown(" + std::to_string(id) + ")";
       if (id == H5Z_FILTER_NBIT) nm = "nbit";
@@ -77,10 +101,12 @@ inline std::string read_pipeline(shard_index& s, hid_t dcpl, const std::string& 
                  (available ? "" : " (and this HDF5 library does not have it: plugin missing?)");
       continue;
     }
+    if (compresses(step)) ++compressors;
     s.pipeline.push_back(step);
   }
-  if (reason.empty() && deflates > 1)
-    reason = "deflate applied more than once: decoded by HDF5, not by gpufeed";
+  // A second compressor's output size is the first one's stored size, which no header records.
+  if (reason.empty() && compressors > 1)
+    reason = "more than one compressing filter: decoded by HDF5, not by gpufeed";
   if (reason.empty() && n > 32) reason = "more than 32 filters";
   return reason;
 }

@@ -1,19 +1,13 @@
-// gpufeed — the HDF5 filters gpufeed decodes itself, outside HDF5's global lock: deflate (zlib),
+// gpufeed — the size-preserving HDF5 filters gpufeed undoes itself, outside HDF5's global lock:
 // shuffle and fletcher32, plus the byte swap for non-native byte order. Each function states the
-// exact on-disk format it undoes (HDF5's H5Zdeflate.c, H5Zshuffle.c, H5Zfletcher32.c).
+// exact on-disk format it undoes (HDF5's H5Zshuffle.c, H5Zfletcher32.c). The compressing filters
+// (deflate and the plugin codecs) are in chunk_decoders.hpp.
 #pragma once
-
-#include <zlib.h>
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <limits>
-#include <memory>
-#include <span>
-#include <string>
-#include <utility>
 
 namespace gpufeed::detail::hdf5 {
 
@@ -85,71 +79,5 @@ inline void byteswap_elements(std::byte* p, std::size_t n, std::size_t element_s
   for (std::size_t i = 0; i + element_size <= n; i += element_size)
     std::reverse(p + i, p + i + element_size);
 }
-
-// A reusable zlib inflater for HDF5's deflate filter (zlib format: header, deflate stream,
-// Adler-32). One per reader: inflateReset keeps zlib's ~40 KiB of state between chunks. The
-// z_stream lives on the heap because zlib's state points back at it (it must not move).
-class inflater {
- public:
-  struct result {
-    bool ok = false;
-    int status = Z_OK;  // zlib's status when !ok
-    std::string message;
-  };
-
-  // Inflates src into exactly dst.size() bytes. Fails unless the stream ends with a matching
-  // Adler-32 after exactly dst.size() bytes (bytes after the stream's end are ignored, as HDF5
-  // does).
-  result inflate_exact(std::span<const std::byte> src, std::span<std::byte> dst) {
-    if (!stream_) {
-      auto s = std::unique_ptr<z_stream, stream_end>(new z_stream{});
-      const int rc = inflateInit(s.get());
-      if (rc != Z_OK) {
-        delete s.release();  // not initialised: no inflateEnd
-        return fail(rc, "inflateInit failed");
-      }
-      stream_ = std::move(s);
-    } else if (const int rc = inflateReset(stream_.get()); rc != Z_OK) {
-      return fail(rc, "inflateReset failed");
-    }
-    z_stream& z = *stream_;
-    z.next_in = reinterpret_cast<Bytef*>(const_cast<std::byte*>(src.data()));
-    z.next_out = reinterpret_cast<Bytef*>(dst.data());
-    std::size_t in_left = src.size(), out_left = dst.size();
-    constexpr std::size_t step = std::numeric_limits<uInt>::max();
-    while (true) {
-      const uInt in_now = static_cast<uInt>(std::min(in_left, step));
-      const uInt out_now = static_cast<uInt>(std::min(out_left, step));
-      z.avail_in = in_now;
-      z.avail_out = out_now;
-      const int rc = ::inflate(&z, Z_NO_FLUSH);
-      in_left -= in_now - z.avail_in;
-      out_left -= out_now - z.avail_out;
-      if (rc == Z_STREAM_END) break;
-      if (rc != Z_OK && rc != Z_BUF_ERROR) return fail(rc, z.msg ? z.msg : "inflate failed");
-      if (z.avail_in == in_now && z.avail_out == out_now) {  // no progress possible
-        if (out_left == 0) return fail(Z_BUF_ERROR, "the stream holds more data than expected");
-        return fail(Z_DATA_ERROR, "the stream ends early (truncated deflate data)");
-      }
-    }
-    if (out_left != 0)
-      return fail(Z_DATA_ERROR, "the stream holds " + std::to_string(dst.size() - out_left) +
-                                    " bytes, expected " + std::to_string(dst.size()));
-    return result{true, Z_OK, {}};
-  }
-
- private:
-  struct stream_end {
-    void operator()(z_stream* z) const noexcept {
-      inflateEnd(z);
-      delete z;
-    }
-  };
-  static result fail(int status, std::string message) {
-    return result{false, status, std::move(message)};
-  }
-
-  std::unique_ptr<z_stream, stream_end> stream_;
-};
 
 }  // namespace gpufeed::detail::hdf5

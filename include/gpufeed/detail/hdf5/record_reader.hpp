@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gpufeed/detail/hdf5/chunk_decoders.hpp"
 #include "gpufeed/detail/hdf5/filters.hpp"
 #include "gpufeed/detail/hdf5/geometry.hpp"
 #include "gpufeed/detail/hdf5/shard.hpp"
@@ -228,9 +229,10 @@ class record_reader {
         cur = cur.first(cur.size() - 4);
         continue;
       }
-      // deflate's output is the chunk plus the checksums of fletcher32 filters applied before it
+      // a compressor's output is the chunk plus the checksums of fletcher32 filters applied
+      // before it; shuffle and an uncompressed bitshuffle keep the size
       std::size_t want = cur.size();
-      if (f.kind == filter_kind::deflate) {
+      if (compresses(f)) {
         want = s.grid.chunk_bytes;
         for (int j = 0; j < k; ++j)
           if (active(j) && s.pipeline[static_cast<std::size_t>(j)].kind == filter_kind::fletcher32)
@@ -242,28 +244,22 @@ class record_reader {
           corrupt(s, c, g, global,
                   "decoded size " + std::to_string(want) + " != chunk size " +
                       std::to_string(out.size()),
-                  f.kind == filter_kind::deflate ? "inflate" : "shuffle");
+                  "filter pipeline");
         target = out;
       } else {
         target = (cur.data() == a_.data() ? b_ : a_).get(want);
       }
-      if (f.kind == filter_kind::deflate) {
-        const auto r = z_.inflate_exact(cur, target);
-        if (!r.ok && (r.status == Z_MEM_ERROR || r.status == Z_STREAM_ERROR ||
-                      r.status == Z_VERSION_ERROR)) {  // zlib itself failed, not the data
+      if (f.kind == filter_kind::shuffle) {
+        unshuffle(cur.data(), target.data(), cur.size(), f.element_size);
+      } else if (const codec::result r = codecs_.decode(f, cur, target); !r.ok) {
+        if (r.library_failed) {  // the codec library itself failed, not the data
           error_context ctx;
           ctx.file = s.path;
           ctx.record = global;
-          ctx.api = "inflate";
-          ctx.status = r.status;
-          ctx.status_text = zError(r.status);
-          throw library_error("zlib failed: " + r.message, std::move(ctx));
+          ctx.api = r.api;
+          throw library_error("decoder failed: " + r.message, std::move(ctx));
         }
-        if (!r.ok)
-          corrupt(s, c, g, global, "corrupt deflate data: " + r.message, "inflate", r.status,
-                  zError(r.status));
-      } else {
-        unshuffle(cur.data(), target.data(), cur.size(), f.element_size);
+        corrupt(s, c, g, global, r.message, r.api);
       }
       cur = target;
     }
@@ -276,7 +272,7 @@ class record_reader {
   }
 
   scratch stored_, a_, b_;
-  inflater z_;
+  chunk_decoders codecs_;
   chunk_cache cache_;
 };
 

@@ -24,10 +24,14 @@ enum class read_kind {
   fallback,    // H5Dread of the record's hyperslab under the library mutex
 };
 
-enum class filter_kind { deflate, shuffle, fletcher32 };
+// The filters gpufeed decodes itself (chunk_decoders.hpp): HDF5's own, and the plugin filters
+// h5py + hdf5plugin write (Blosc 32001, LZ4 32004, Bitshuffle 32008, Zstd 32015).
+enum class filter_kind { deflate, shuffle, fletcher32, lz4, bitshuffle, blosc, zstd };
 struct filter_step {
   filter_kind kind = filter_kind::deflate;
-  std::size_t element_size = 0;  // shuffle: the element size it was applied with
+  std::size_t element_size = 0;  // shuffle, bitshuffle: the element size it was applied with
+  std::size_t block = 0;         // bitshuffle: block size in elements (0: its default)
+  unsigned compression = 0;      // bitshuffle: 0 none, 2 LZ4, 3 Zstd
 };
 
 // One stored chunk: its file extent and which filters were skipped when it was written

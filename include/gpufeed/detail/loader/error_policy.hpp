@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gpufeed/batch.hpp"
+#include "gpufeed/loader_config.hpp"
 #include "gpufeed/detail/loader/slot_layout.hpp"
 #include "gpufeed/detail/loader/types.hpp"
 
@@ -27,7 +28,7 @@ inline std::string describe(const std::exception_ptr& e) {
 // Rewrites the slot in place so that it holds only delivered records, and returns what was
 // dropped or replaced. Under throw_error it sets slot.error to the first failure (in batch
 // order) instead and changes nothing else. Called by the one worker that completed the batch.
-inline std::vector<skipped_record> apply_error_policy(host_slot& slot, const slot_layout& layout,
+inline std::vector<skipped_record> apply_error_policy(staging_slot& slot, const slot_layout& layout,
                                                       error_policy policy) {
   std::vector<skipped_record> out;
   auto& failures = slot.failures;
@@ -43,7 +44,7 @@ inline std::vector<skipped_record> apply_error_policy(host_slot& slot, const slo
   std::int64_t* lab = slot_layout::labels(base, layout);
   std::uint64_t* off = slot_layout::offsets(base, layout);
   std::byte* data = slot_layout::data(base, layout);
-  const std::size_t n = slot.records;
+  const std::size_t n = slot.meta.records;
   std::vector<char> failed(n, 0);
   for (const auto& f : failures) failed[f.position] = 1;
 
@@ -51,8 +52,8 @@ inline std::vector<skipped_record> apply_error_policy(host_slot& slot, const slo
   for (const auto& f : failures) {
     skipped_record r;
     r.index = idx[f.position];
-    r.epoch = slot.at.epoch;
-    r.batch = slot.at.batch;
+    r.epoch = slot.meta.epoch;
+    r.batch = slot.meta.number;
     r.what = describe(f.error);
     const std::size_t p = f.position;
     const std::uint64_t size = off[p + 1] - off[p];
@@ -90,8 +91,8 @@ inline std::vector<skipped_record> apply_error_policy(host_slot& slot, const slo
     ++w;
   }
   off[w] = cursor;
-  slot.records = w;
-  slot.data_bytes = cursor;
+  slot.meta.records = w;
+  slot.meta.data_bytes = cursor;
   return out;
 }
 

@@ -5,10 +5,12 @@
 // track is written by one thread only (the consumer's track by whichever thread calls next(),
 // hence its mutex), so recording is a push_back into a pre-reserved vector: no allocation while
 // capacity lasts, and events past `capacity` per track are counted and dropped rather than
-// growing memory without bound. Off unless loader_config::trace is set.
+// growing memory without bound. Off unless loader_config::trace_events is set; the pipeline records
+// through a tracer, which does nothing (not even read the clock) when off.
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <cstdint>
 #include <iomanip>
 #include <mutex>
@@ -94,5 +96,54 @@ inline void write_chrome_trace(std::ostream& os, const std::vector<const trace_t
   os.flags(flags);
   os.precision(precision);
 }
+
+// The loader's tracks: one per worker, the planner's, the consumer's. Off (every call a no-op,
+// now() returns 0 without reading the clock) when made with capacity 0.
+class tracer {
+ public:
+  tracer(std::size_t workers, std::size_t capacity) : workers_(workers), capacity_(capacity) {
+    if (!capacity) return;
+    for (std::size_t w = 0; w < workers; ++w)
+      tracks_.push_back(std::make_unique<trace_track>("worker " + std::to_string(w), capacity));
+    tracks_.push_back(std::make_unique<trace_track>("planner", capacity));
+    tracks_.push_back(std::make_unique<trace_track>("consumer", capacity));
+  }
+
+  [[nodiscard]] bool on() const noexcept { return capacity_ != 0; }
+  [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
+  [[nodiscard]] std::int64_t now() const noexcept { return on() ? now_ns() : 0; }
+
+  [[nodiscard]] std::size_t planner() const noexcept { return workers_; }
+  [[nodiscard]] std::size_t consumer() const noexcept { return workers_ + 1; }
+  void add(std::size_t track, const char* what, std::int64_t start_ns, std::int64_t end_ns,
+           std::uint64_t batch) {
+    if (on()) tracks_[track]->add(what, start_ns, end_ns, batch);
+  }
+  // An event of `ns` nanoseconds ending now.
+  void add_ending_now(std::size_t track, const char* what, std::uint64_t ns, std::uint64_t batch) {
+    if (!on()) return;
+    const std::int64_t end = now_ns();
+    tracks_[track]->add(what, end - static_cast<std::int64_t>(ns), end, batch);
+  }
+
+  [[nodiscard]] std::uint64_t dropped() const {
+    std::uint64_t n = 0;
+    for (const auto& t : tracks_) n += t->dropped();
+    return n;
+  }
+  // These tracks, then `extra` (e.g. the copy streams'), as Chrome-trace JSON.
+  void write(std::ostream& os, const std::vector<const trace_track*>& extra,
+             std::int64_t origin_ns) const {
+    std::vector<const trace_track*> all;
+    for (const auto& t : tracks_) all.push_back(t.get());
+    all.insert(all.end(), extra.begin(), extra.end());
+    write_chrome_trace(os, all, origin_ns);
+  }
+
+ private:
+  std::size_t workers_;
+  std::size_t capacity_;
+  std::vector<std::unique_ptr<trace_track>> tracks_;
+};
 
 }  // namespace gpufeed::detail

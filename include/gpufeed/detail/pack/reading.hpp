@@ -25,10 +25,10 @@
 #include <optional>
 #include <stop_token>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
+#include "gpufeed/detail/thread_group.hpp"
 #include "gpufeed/detail/pack/plan.hpp"
 #include "gpufeed/error.hpp"
 
@@ -179,18 +179,18 @@ class batch_pipeline {
   batch_pipeline(std::size_t count, std::size_t threads, std::size_t window, fill_fn fill)
       : count_(count), window_(window < 1 ? 1 : window), fill_(std::move(fill)), ring_(window_) {
     for (std::size_t t = 0; t < threads; ++t)
-      workers_.emplace_back([this](std::stop_token st) { work(st); });
+      workers_.spawn([this](std::stop_token st) { work(st); });
   }
   batch_pipeline(const batch_pipeline&) = delete;
   batch_pipeline& operator=(const batch_pipeline&) = delete;
   ~batch_pipeline() {
-    for (auto& w : workers_) w.request_stop();
+    workers_.request_stop();
     {
       std::lock_guard<std::mutex> g(m_);
       stopping_ = true;
     }
     space_.notify_all();
-    workers_.clear();  // joins
+    workers_.join();
   }
 
   // Gives a batch's buffers back for reuse by a later batch.
@@ -252,7 +252,7 @@ class batch_pipeline {
   std::vector<batch_data> spare_;
   std::size_t next_ = 0, taken_ = 0;
   bool stopping_ = false;
-  std::vector<std::jthread> workers_;  // last: joined before the members they use go away
+  thread_group workers_;  // last: joined before the members they use go away
 };
 
 }  // namespace gpufeed::detail::pack

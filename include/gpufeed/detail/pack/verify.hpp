@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <span>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "gpufeed/detail/thread_group.hpp"
 #include "gpufeed/detail/pack/reading.hpp"
 #include "gpufeed/hdf5_source.hpp"
 #include "gpufeed/lmdb_source.hpp"
@@ -55,8 +55,8 @@ read_back read_all(const Source& src, std::size_t threads) {
     }
   };
   {
-    std::vector<std::jthread> pool;
-    for (std::size_t part = 1; part < t; ++part) pool.emplace_back(run, part);
+    thread_group pool;
+    for (std::size_t part = 1; part < t; ++part) pool.spawn([&run, part] { run(part); });
     run(0);
   }
   for (auto& e : errors)

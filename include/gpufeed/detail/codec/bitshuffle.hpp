@@ -1,0 +1,138 @@
+// gpufeed — the Bitshuffle HDF5 filter (id 32008, kiyo-masui/bitshuffle's bshuf_h5filter.c).
+// Debian ships bitshuffle only as a Python module and an HDF5 plugin, not as a C library, so the
+// bit transpose is undone here.
+//
+// cd_values: [2] element size e, [3] block size in elements (0: the default below), [4]
+// compression (0 none, 2 LZ4, 3 Zstd). The data is cut into blocks of `block` elements; the last
+// partial block is cut down to a multiple of 8 elements and the (count % 8) elements left over are
+// stored as they are, after the blocks. Within a block of n elements (n % 8 == 0) the stored bytes
+// are 8e rows of n/8 bytes: row 8b + k holds bit k of byte b of each element, element i at bit
+// (i % 8) of byte i / 8.
+//   no compression: the blocks as above, nothing else (same size as the data);
+//   LZ4 / Zstd:     8 bytes big-endian total size, 4 bytes big-endian block size in BYTES, then
+//                   per block 4 bytes big-endian compressed size and an LZ4 block / zstd frame of
+//                   the transposed block, then the leftover elements raw.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "gpufeed/detail/codec/lz4.hpp"
+#include "gpufeed/detail/codec/result.hpp"
+#include "gpufeed/detail/codec/zstd.hpp"
+
+namespace gpufeed::detail::codec {
+
+inline constexpr unsigned bitshuffle_none = 0, bitshuffle_lz4 = 2, bitshuffle_zstd = 3;
+
+// bitshuffle's bshuf_default_block_size: ~8 KiB of elements, a multiple of 8, at least 128.
+inline std::size_t bitshuffle_default_block(std::size_t element_size) noexcept {
+  const std::size_t b = (8192 / element_size) / 8 * 8;
+  return b < 128 ? 128 : b;
+}
+
+// Undoes the transpose of one block of n elements (n % 8 == 0) of e bytes from src to dst.
+inline void bit_untranspose(const std::byte* src, std::byte* dst, std::size_t n,
+                            std::size_t e) noexcept {
+  const std::size_t row = n / 8;
+  for (std::size_t b = 0; b < e; ++b) {
+    const std::byte* rows = src + b * 8 * row;
+    for (std::size_t q = 0; q < row; ++q) {
+      // byte k of x = row 8b + k at byte q: bit j of it belongs to element 8q + j
+      std::uint64_t x = 0;
+      for (int k = 0; k < 8; ++k)
+        x |= std::uint64_t{static_cast<unsigned char>(rows[k * row + q])} << (8 * k);
+      // 8x8 bit-matrix transpose: bit 8k + j moves to 8j + k
+      std::uint64_t t = (x ^ (x >> 7)) & 0x00AA00AA00AA00AAull;
+      x ^= t ^ (t << 7);
+      t = (x ^ (x >> 14)) & 0x0000CCCC0000CCCCull;
+      x ^= t ^ (t << 14);
+      t = (x ^ (x >> 28)) & 0x00000000F0F0F0F0ull;
+      x ^= t ^ (t << 28);
+      std::byte* out = dst + 8 * q * e + b;
+      for (int j = 0; j < 8; ++j) out[j * e] = static_cast<std::byte>((x >> (8 * j)) & 0xff);
+    }
+  }
+}
+
+// One per reader: the scratch block for compressed modes and the zstd context.
+class bitshuffle_decoder {
+ public:
+  result decode(std::span<const std::byte> src, std::span<std::byte> dst, std::size_t e,
+                std::size_t block, unsigned compression) {
+    if (e == 0) return failed("bitshuffle filter", "element size 0 in the filter's parameters");
+    if (dst.size() % e)
+      return failed("bitshuffle filter", "chunk of " + std::to_string(dst.size()) +
+                                             " bytes is not a whole number of elements");
+    const std::size_t count = dst.size() / e;
+    if (compression == bitshuffle_none) {
+      if (src.size() != dst.size())
+        return failed("bitshuffle filter", "stored " + std::to_string(src.size()) +
+                                               " bytes, expected " + std::to_string(dst.size()));
+      if (block == 0) block = bitshuffle_default_block(e);
+      if (block % 8) return failed("bitshuffle filter", "block size not a multiple of 8");
+      std::size_t at = 0;
+      for (std::size_t i = 0; i < count; i += block) {
+        std::size_t n = count - i < block ? count - i : block;
+        n -= n % 8;
+        bit_untranspose(src.data() + at, dst.data() + at, n, e);
+        at += n * e;
+      }
+      std::memcpy(dst.data() + at, src.data() + at, dst.size() - at);
+      return {};
+    }
+    if (compression != bitshuffle_lz4 && compression != bitshuffle_zstd)
+      return failed("bitshuffle filter", "unknown compression " + std::to_string(compression));
+    if (src.size() < 12) return failed("bitshuffle filter", "chunk shorter than its header");
+    const std::uint64_t total = read_be64(src.data());
+    const std::size_t block_bytes = read_be32(src.data() + 8);
+    if (total != dst.size())
+      return failed("bitshuffle filter", "header says " + std::to_string(total) +
+                                             " bytes, expected " + std::to_string(dst.size()));
+    block = block_bytes / e;
+    if (block_bytes % e || block == 0 || block % 8)
+      return failed("bitshuffle filter",
+                    "header block size " + std::to_string(block_bytes) + " is not valid");
+    std::size_t at = 12, out = 0;
+    for (std::size_t i = 0; i < count; i += block) {
+      std::size_t n = count - i < block ? count - i : block;
+      n -= n % 8;
+      if (n == 0) break;
+      if (src.size() - at < 4) return failed("bitshuffle filter", "truncated before a block");
+      const std::size_t c = read_be32(src.data() + at);
+      at += 4;
+      if (c > src.size() - at)
+        return failed("bitshuffle filter", "a block runs past the end of the chunk");
+      const std::span<std::byte> t = block_scratch(n * e);
+      const result r = compression == bitshuffle_lz4 ? lz4_block(src.subspan(at, c), t)
+                                                     : zstd_.decode(src.subspan(at, c), t);
+      if (!r.ok) return r;
+      bit_untranspose(t.data(), dst.data() + out, n, e);
+      at += c;
+      out += n * e;
+    }
+    const std::size_t left = dst.size() - out;  // the count % 8 elements stored raw
+    if (src.size() - at < left)
+      return failed("bitshuffle filter", "truncated in the trailing elements");
+    std::memcpy(dst.data() + out, src.data() + at, left);
+    return {};
+  }
+
+ private:
+  std::span<std::byte> block_scratch(std::size_t n) {
+    if (n > capacity_) {
+      scratch_.reset(new std::byte[n]);
+      capacity_ = n;
+    }
+    return {scratch_.get(), n};
+  }
+  std::unique_ptr<std::byte[]> scratch_;
+  std::size_t capacity_ = 0;
+  zstd_decoder zstd_;
+};
+
+}  // namespace gpufeed::detail::codec

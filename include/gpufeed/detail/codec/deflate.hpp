@@ -1,0 +1,55 @@
+// gpufeed — HDF5's deflate filter (id 1): one zlib-format stream (header, deflate data, Adler-32)
+// per chunk, decoded by libdeflate. libdeflate inflates a whole buffer whose decoded size is known
+// in advance; in HDF5 it always is (the chunk's bytes, plus 4 per fletcher32 applied before
+// deflate), so zlib's streaming inflater is not needed on this path. The Adler-32 is verified.
+#pragma once
+
+#include <libdeflate.h>
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "gpufeed/detail/codec/result.hpp"
+
+namespace gpufeed::detail::codec {
+
+// One per reader (a libdeflate decompressor is not shared between threads; it holds ~32 KiB of
+// tables, so it is kept between chunks).
+class deflate_decoder {
+ public:
+  // Inflates src into exactly dst.size() bytes; bytes after the stream's end are ignored, as
+  // HDF5 ignores them.
+  result decode(std::span<const std::byte> src, std::span<std::byte> dst) {
+    if (!d_) {
+      d_.reset(libdeflate_alloc_decompressor());
+      if (!d_) return library_failure("libdeflate_alloc_decompressor", "out of memory");
+    }
+    std::size_t in_used = 0;
+    const libdeflate_result rc = libdeflate_zlib_decompress_ex(
+        d_.get(), src.data(), src.size(), dst.data(), dst.size(), &in_used, nullptr);
+    switch (rc) {
+      case LIBDEFLATE_SUCCESS:
+        return {};
+      case LIBDEFLATE_SHORT_OUTPUT:
+        return failed("libdeflate_zlib_decompress", "the stream holds fewer than the expected " +
+                                                        std::to_string(dst.size()) + " bytes");
+      case LIBDEFLATE_INSUFFICIENT_SPACE:
+        return failed("libdeflate_zlib_decompress",
+                      "the stream holds more than the expected " + std::to_string(dst.size()) +
+                          " bytes");
+      default:
+        return failed("libdeflate_zlib_decompress",
+                      "corrupt deflate data (bad stream, truncated, or Adler-32 mismatch)");
+    }
+  }
+
+ private:
+  struct free_decompressor {
+    void operator()(libdeflate_decompressor* d) const noexcept { libdeflate_free_decompressor(d); }
+  };
+  std::unique_ptr<libdeflate_decompressor, free_decompressor> d_;
+};
+
+}  // namespace gpufeed::detail::codec

@@ -1,0 +1,111 @@
+// gpufeed::detail — resolving and validating a loader_config: every automatic (0 / dynamic)
+// knob gets its value, and the facts the pipeline needs about the source are read once.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "gpufeed/detail/loader/slot_layout.hpp"
+#include "gpufeed/error.hpp"
+#include "gpufeed/loader_config.hpp"
+#include "gpufeed/sampler.hpp"
+#include "gpufeed/source.hpp"
+
+namespace gpufeed::detail {
+
+// A loader_config with workers, prefetch, streams, slot_data_bytes and chunk_records resolved,
+// and what the pipeline needs to know about the source and the record order.
+struct pipeline_setup {
+  loader_config config;
+  sampler order;
+  std::size_t record_bytes = 0;  // fixed record size, 0 when records vary
+  bool labels = false;           // the source has labels
+  // Cut worker tasks where the source's decode unit changes (decode_unit_source, sequential
+  // order, automatic task size): a task runs on past chunk_records to the end of its unit.
+  bool unit_tasks = false;
+  sampler_state start;           // the first batch to plan
+
+  [[nodiscard]] slot_layout layout() const noexcept {
+    return slot_layout{config.batch_size, config.slot_data_bytes};
+  }
+};
+
+// A loader_options value if fixed at compile time, else the config's, else the default.
+inline std::size_t pick(std::size_t compile_time, std::size_t run_time, std::size_t fallback) {
+  if (compile_time != dynamic) return compile_time;
+  return run_time ? run_time : fallback;
+}
+
+// About 256 KiB of records per task, and enough tasks in the prefetch window (2 per worker)
+// that no worker idles because batches are fewer than workers.
+inline std::size_t auto_chunk(std::size_t batch, std::size_t capacity, std::size_t workers,
+                              std::size_t prefetch) {
+  const std::size_t avg = std::max<std::size_t>(1, capacity / batch);
+  const std::size_t by_bytes = std::max<std::size_t>(1, (256u << 10) / avg);
+  const std::size_t min_chunks = (2 * workers + prefetch - 1) / prefetch;
+  const std::size_t by_parallelism =
+      std::max<std::size_t>(1, (batch + min_chunks - 1) / min_chunks);
+  return std::clamp<std::size_t>(std::min(by_bytes, by_parallelism), 1, batch);
+}
+
+template <source Source>
+std::size_t slot_data_bytes(const Source& src, const loader_config& c, std::size_t record_bytes) {
+  if (c.slot_data_bytes) return c.slot_data_bytes;
+  if (record_bytes) return record_bytes * c.batch_size;
+  if constexpr (requires { src.max_record_size(); }) {
+    return std::max<std::size_t>(1, src.max_record_size() * c.batch_size);
+  } else {
+    throw config_error("records vary in size and the source has no max_record_size(): set "
+                       "loader_config::slot_data_bytes");
+  }
+}
+
+// Validates `c` against `src` and resolves it. `Options` is the loader's loader_options; `cores`
+// the hardware threads (0 if unknown). Throws config_error naming the setting at fault.
+template <class Options, source Source>
+pipeline_setup resolve_config(const Source& src, loader_config c,
+                              unsigned cores = std::thread::hardware_concurrency()) {
+  // Default workers: all cores but two, which the planner and the consumer need (16 workers on
+  // the 16-core H200 host lost ~8 % to run-queue waits).
+  c.workers = pick(Options::workers, c.workers, cores > 3 ? cores - 2 : 1);
+  c.prefetch = pick(Options::prefetch, c.prefetch, 8);
+  c.streams = pick(Options::streams, c.streams, 2);
+  if (c.batch_size == 0) throw config_error("batch_size must be at least 1");
+  if (c.max_held_batches == 0) throw config_error("max_held_batches must be at least 1");
+  if (c.transform_output_bytes && !c.transform)
+    throw config_error("transform_output_bytes given without a transform");
+
+  sampler_options so;
+  so.order = c.order;
+  so.seed = c.resume ? c.resume->seed : c.seed;
+  so.drop_last = c.drop_last;
+  so.part = c.part;
+  sampler order(src.size(), c.batch_size, so);
+  if (order.batches_per_epoch() == 0)
+    throw config_error("no full batch of " + std::to_string(c.batch_size) +
+                       " records per epoch with drop_last (" +
+                       std::to_string(order.records_per_epoch()) + " records per rank)");
+  sampler_state start{so.seed, 0, 0};
+  if (c.resume) {
+    start = *c.resume;
+    if (start.batch >= order.batches_per_epoch())
+      throw config_error("resume state names batch " + std::to_string(start.batch) +
+                         " but an epoch has " + std::to_string(order.batches_per_epoch()));
+  }
+
+  const std::size_t record_bytes = fixed_record_size(src);
+  const bool automatic_chunks = c.chunk_records == 0;
+  c.slot_data_bytes = slot_data_bytes(src, c, record_bytes);
+  if (automatic_chunks)
+    c.chunk_records = auto_chunk(c.batch_size, c.slot_data_bytes, c.workers, c.prefetch);
+  const bool unit_tasks = decode_unit_source<Source> && automatic_chunks &&
+                          c.order == sample_order::sequential;
+  const bool labels = has_labels(src);
+  return pipeline_setup{std::move(c), std::move(order), record_bytes, labels, unit_tasks, start};
+}
+
+}  // namespace gpufeed::detail

@@ -1,0 +1,77 @@
+// gpufeed::detail — what the planner does to one batch, as functions testable alone: lay out
+// its indices, labels and offsets in a staging slot, and cut it into worker tasks.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gpufeed/detail/loader/config.hpp"
+#include "gpufeed/detail/loader/slot_layout.hpp"
+#include "gpufeed/detail/loader/types.hpp"
+#include "gpufeed/error.hpp"
+#include "gpufeed/source.hpp"
+
+namespace gpufeed::detail {
+
+// Fills `slot` (whose meta names the epoch and batch number) with the batch's indices, labels
+// and offsets, and sets meta.records and meta.data_bytes. Throws config_error when the records
+// do not fit the slot.
+template <source Source>
+void plan_batch(const Source& src, const pipeline_setup& p, staging_slot& slot) {
+  std::byte* base = slot.buffer.data();
+  const slot_layout l = p.layout();
+  std::uint64_t* idx = slot_layout::indices(base, l);
+  std::int64_t* lab = slot_layout::labels(base, l);
+  std::uint64_t* off = slot_layout::offsets(base, l);
+  batch_meta& m = slot.meta;
+  m.records = p.order.batch(m.epoch, m.number, std::span(idx, l.batch_size));
+  std::uint64_t cursor = 0;
+  for (std::size_t k = 0; k < m.records; ++k) {
+    off[k] = cursor;
+    cursor += p.record_bytes ? p.record_bytes : src.record_size(idx[k]);
+    if (p.labels) {
+      if constexpr (labeled_source<Source>) lab[k] = src.label(idx[k]);
+    } else {
+      lab[k] = 0;
+    }
+  }
+  off[m.records] = cursor;
+  if (cursor > l.data_capacity)
+    throw config_error("batch " + std::to_string(m.number) + " of epoch " +
+                       std::to_string(m.epoch) + " needs " + std::to_string(cursor) +
+                       " bytes but a slot holds " + std::to_string(l.data_capacity) +
+                       " (raise slot_data_bytes)");
+  m.data_bytes = cursor;
+}
+
+// The worker tasks of the `n` records at `idx` (staging slot `s`), into `out`: `step` positions
+// each, or with `unit_tasks`, at least that many and on while the next record shares the last
+// one's decode unit (at most 8 x step, so a huge unit still spreads over workers; each decodes
+// it once). Units are asked for only past `step`: two calls per task where no run continues.
+template <source Source>
+void split_tasks(const Source& src, std::size_t s, const std::uint64_t* idx, std::size_t n,
+                 std::size_t step, bool unit_tasks, std::vector<chunk_task>& out) {
+  out.clear();
+  for (std::size_t begin = 0; begin < n;) {
+    std::size_t end = std::min(n, begin + step);
+    if constexpr (decode_unit_source<Source>) {
+      if (unit_tasks && end < n) {
+        const std::uint64_t unit = src.decode_unit(idx[end - 1]);
+        const std::size_t cap = std::min(n, begin + 8 * step);
+        while (end < cap && src.decode_unit(idx[end]) == unit) ++end;
+      }
+    } else {
+      (void)src;
+      (void)idx;
+      (void)unit_tasks;
+    }
+    out.push_back(chunk_task{s, begin, end});
+    begin = end;
+  }
+}
+
+}  // namespace gpufeed::detail

@@ -1,0 +1,246 @@
+// gpufeed::detail — the loader's planner and workers.
+//
+//   planner   takes a window credit (at most `prefetch` batches between it and the consumer) and a
+//             free staging slot, plans the batch into it (planning.hpp) and queues it as tasks.
+//   workers   read each task's records straight into their final place in the staging slot; the
+//             worker that finishes a batch's last task applies the error policy, takes a free
+//             target slot and hands the batch to the engine (one copy() and complete() per
+//             batch: one H2D copy on a device, nothing on the host target), then puts it on the
+//             ready queue.
+// Staging slots come back through the engine's reclaim(), which the planner polls: an event
+// query per copy in flight, never a wait, so no thread blocks on the device in steady state.
+#pragma once
+
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <stop_token>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "gpufeed/detail/loader/delivery.hpp"
+#include "gpufeed/detail/loader/error_policy.hpp"
+#include "gpufeed/detail/loader/planning.hpp"
+#include "gpufeed/detail/loader/state.hpp"
+#include "gpufeed/source.hpp"
+
+namespace gpufeed::detail {
+
+// Names the calling thread's work in a profiler's timeline while in scope (no probe: nothing).
+class probe_range {
+ public:
+  probe_range(engine_probe* p, const char* name) noexcept : probe_(p) {
+    if (probe_) probe_->range_push(name);
+  }
+  probe_range(const probe_range&) = delete;
+  probe_range& operator=(const probe_range&) = delete;
+  ~probe_range() {
+    if (probe_) probe_->range_pop();
+  }
+
+ private:
+  engine_probe* probe_;
+};
+
+template <source Source>
+class producer {
+ public:
+  producer(const Source& src, loader_state& state) : source_(src), s_(state) {}
+
+  void plan_loop(std::stop_token st) {
+    const pipeline_setup& p = s_.setup;
+    std::uint64_t sequence = 0;
+    sampler_state at = p.start;
+    const std::uint64_t per_epoch = p.order.batches_per_epoch();
+    for (;;) {
+      if (p.config.epochs && at.epoch >= p.config.epochs) {
+        s_.ready.end_at(sequence);
+        return;
+      }
+      const auto t0 = steady::now();
+      const std::int64_t w0 = s_.timeline.now();
+      if (!s_.credits.pop(st)) return;
+      auto s = acquire_staging(st);
+      if (!s) return;
+      s_.meter.planner_waited(since_ns(t0));
+      const std::int64_t w1 = s_.timeline.now();
+      staging_slot& slot = s_.staging[*s];
+      slot.meta = batch_meta{};
+      slot.meta.epoch = at.epoch;
+      slot.meta.number = at.batch;
+      slot.meta.sequence = sequence++;
+      slot.meta.last_in_epoch = at.batch + 1 == per_epoch;
+      slot.meta.record_bytes = p.record_bytes;
+      slot.meta.output_bytes = p.config.transform_output_bytes;
+      slot.meta.on_device = !p.config.target.is_host();
+      slot.failures.clear();
+      slot.error = nullptr;
+      try {
+        plan_batch(source_, p, slot);
+      } catch (...) {
+        slot.error = std::current_exception();
+        slot.meta.records = 0;
+      }
+      at = p.order.advance(at);
+      s_.timeline.add(s_.timeline.planner(), "wait for slot", w0, w1, slot.meta.sequence);
+      s_.timeline.add(s_.timeline.planner(), "plan", w1, s_.timeline.now(), slot.meta.sequence);
+      if (slot.error || slot.meta.records == 0) {
+        finish(*s, st);
+        continue;
+      }
+      split_tasks(source_, *s, slot_layout::indices(slot.buffer.data(), p.layout()),
+                  slot.meta.records, p.config.chunk_records, p.unit_tasks, tasks_);
+      slot.pending.store(tasks_.size(), std::memory_order_relaxed);
+      // One lock and one wake-up for the whole batch: a notify per chunk cost ~3 us each.
+      if (!s_.work.push_all(std::span<chunk_task>(tasks_), st)) return;
+    }
+  }
+
+  void work_loop(std::stop_token st, std::size_t w) {
+    const slot_layout l = s_.setup.layout();
+    auto reader = make_reader(source_);
+    worker_counters& c = s_.meter.worker(w);
+    c.tid.store(static_cast<long>(::gettid()));
+    for (;;) {
+      auto task = s_.work.try_pop();
+      if (!task) {
+        reader_idle(reader);  // e.g. LMDB: end the read transaction while nothing is queued
+        const auto t0 = steady::now();
+        task = s_.work.pop(st);
+        c.idle_ns.fetch_add(since_ns(t0), std::memory_order_relaxed);
+        if (!task) return;
+      }
+      staging_slot& slot = s_.staging[task->slot];
+      std::byte* base = slot.buffer.data();
+      const std::uint64_t* idx = slot_layout::indices(base, l);
+      const std::uint64_t* off = slot_layout::offsets(base, l);
+      std::byte* data = slot_layout::data(base, l);
+      const auto t0 = steady::now();
+      std::uint64_t bytes = 0, failures = 0;
+      {
+        probe_range range(s_.engine->probe(), "gpufeed read");
+        for (std::size_t k = task->begin; k < task->end; ++k) {
+          try {
+            reader.read(idx[k], std::span(data + off[k], off[k + 1] - off[k]));
+            bytes += off[k + 1] - off[k];
+          } catch (...) {
+            ++failures;
+            std::lock_guard lock(slot.failure_mutex);
+            slot.failures.push_back(record_failure{k, std::current_exception()});
+          }
+        }
+      }
+      const std::uint64_t wall = since_ns(t0);
+      c.read_ns.fetch_add(wall, std::memory_order_relaxed);
+      s_.timeline.add_ending_now(w, "read", wall, slot.meta.sequence);
+      c.records.fetch_add(task->end - task->begin, std::memory_order_relaxed);
+      c.bytes.fetch_add(bytes, std::memory_order_relaxed);
+      c.chunks.fetch_add(1, std::memory_order_relaxed);
+      c.failures.fetch_add(failures, std::memory_order_relaxed);
+      if (slot.pending.fetch_sub(1, std::memory_order_acq_rel) == 1) finish(task->slot, st);
+    }
+  }
+
+ private:
+  // A free staging slot. Slots come back through the engine's reclaim() (an event query per
+  // copy in flight on a device, never a wait); between polls the planner yields first, so a slot
+  // freed microseconds later is taken at once, then waits 20 us, or, for an engine that
+  // delivers in place, until a batch is released.
+  std::optional<std::size_t> acquire_staging(std::stop_token st) {
+    const bool in_place = s_.engine->delivers_in_place();
+    for (unsigned idle = 0;; ++idle) {
+      if (auto s = s_.free_staging.try_pop()) return s;
+      std::uint64_t seen;
+      {
+        std::lock_guard lock(s_.return_mutex);
+        seen = s_.returns;
+      }
+      reclaimed_.clear();
+      s_.engine->reclaim(reclaimed_);
+      for (std::size_t t : reclaimed_) s_.free_staging.try_push(t);
+      if (!reclaimed_.empty()) continue;
+      if (st.stop_requested()) return std::nullopt;
+      if (idle < 64) {
+        std::this_thread::yield();
+        continue;
+      }
+      std::unique_lock lock(s_.return_mutex);
+      const auto returned = [&] { return s_.returns != seen; };
+      if (in_place)
+        s_.return_cv.wait(lock, st, returned);
+      else
+        s_.return_cv.wait_for(lock, st, std::chrono::microseconds(20), returned);
+    }
+  }
+
+  std::size_t stream_of(std::uint64_t sequence) const noexcept {
+    return static_cast<std::size_t>(sequence % s_.setup.config.streams);
+  }
+
+  // The batch in staging slot s is complete: apply the policy, hand it to the engine, deliver.
+  // Once its copy is queued the staging slot belongs to the planner again (reclaim() may hand it
+  // back before this returns): after copy() nothing here reads or writes the slot. A batch that
+  // fails gives its slots back here, and only here: its ready entry carries the error and owns
+  // no slot.
+  void finish(std::size_t s, std::stop_token st) {
+    staging_slot& slot = s_.staging[s];
+    ready_entry e;
+    if (!slot.error) {
+      std::lock_guard lock(slot.failure_mutex);
+      e.skipped = apply_error_policy(slot, s_.setup.layout(), s_.setup.config.on_error);
+    }
+    for (const auto& r : e.skipped) s_.meter.skipped(r);
+    e.meta = slot.meta;
+    e.error = slot.error;
+    bool copy_queued = false;
+    if (!e.error) {
+      try {
+        auto d = s_.free_target.pop(st);
+        if (!d) return;
+        e.slot = *d;
+        e.has_slot = true;
+        submit(slot, s, *d, copy_queued);
+      } catch (...) {
+        e.error = std::current_exception();
+      }
+    }
+    if (e.error) {
+      e.meta.records = e.meta.data_bytes = 0;
+      if (e.has_slot) {
+        s_.free_target.try_push(e.slot);  // complete() left it safe to refill
+        e.has_slot = false;
+      }
+      if (copy_queued)
+        s_.staging_returned();  // reclaim() returns it: wake a planner waiting for a release
+      else
+        s_.give_back_staging(s);
+    }
+    s_.ready.put(std::move(e));
+  }
+
+  // The host copy of the metadata, one copy() of metadata + records, then the hook and the
+  // ready mark, all on one stream. Everything needed after copy() is read from the slot before.
+  void submit(staging_slot& slot, std::size_t s, std::size_t d, bool& copy_queued) {
+    const slot_layout l = s_.setup.layout();
+    std::byte* base = slot.buffer.data();
+    const batch_meta meta = slot.meta;
+    const std::size_t stream = stream_of(meta.sequence);
+    std::memcpy(s_.mirrors[d].data(), base, l.data_offset());
+    s_.engine->copy(d, stream, base, l.data_offset() + meta.data_bytes, s);
+    copy_queued = true;
+    const target_slot t = s_.engine->slot(d);
+    s_.engine->complete(d, stream, s_.setup.config.transform,
+                        view_at(meta, l, t.data, t.output, s_.setup.labels));
+  }
+
+  const Source& source_;
+  loader_state& s_;
+  std::vector<std::size_t> reclaimed_;  // planner only: tokens reclaim() returned
+  std::vector<chunk_task> tasks_;       // planner only: a batch's tasks before hand-off
+};
+
+}  // namespace gpufeed::detail

@@ -1,0 +1,87 @@
+// gpufeed — how a loader is set up: loader_options (compile-time knobs), loader_config (run-time
+// settings) and error_policy. A leaf vocabulary header: the loader's detail/ code reads these
+// types directly, so a new setting is added here once.
+#pragma once
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory_resource>
+#include <optional>
+
+#include "gpufeed/sampler.hpp"
+#include "gpufeed/target.hpp"
+
+namespace gpufeed {
+
+// "Chosen at run time" for a loader_options parameter (like std::dynamic_extent).
+inline constexpr std::size_t dynamic = std::numeric_limits<std::size_t>::max();
+
+template <std::size_t Workers = dynamic, std::size_t Prefetch = dynamic,
+          std::size_t Streams = dynamic>
+struct loader_options {
+  static constexpr std::size_t workers = Workers;
+  static constexpr std::size_t prefetch = Prefetch;
+  static constexpr std::size_t streams = Streams;
+  static_assert(Workers == dynamic || (Workers >= 1 && Workers <= 1024),
+                "loader_options: Workers must be 1..1024 (or gpufeed::dynamic)");
+  static_assert(Prefetch == dynamic || (Prefetch >= 1 && Prefetch <= 256),
+                "loader_options: Prefetch must be 1..256 batches (or gpufeed::dynamic)");
+  static_assert(Streams == dynamic || (Streams >= 1 && Streams <= 32),
+                "loader_options: Streams must be 1..32 (or gpufeed::dynamic)");
+};
+
+// Common set-ups. io_bound: many workers for page-cache/storage reads of small records;
+// decode_bound: compressed shards, where workers decompress; latency: shallow prefetch for
+// inference with small batches.
+using default_options = loader_options<>;
+using io_bound_options = loader_options<16, 8, 2>;
+using decode_bound_options = loader_options<dynamic, 6, 2>;
+using latency_options = loader_options<4, 2, 1>;
+
+template <class T>
+concept loader_options_type = requires {
+  { T::workers } -> std::convertible_to<std::size_t>;
+  { T::prefetch } -> std::convertible_to<std::size_t>;
+  { T::streams } -> std::convertible_to<std::size_t>;
+};
+
+// What the loader does when a record cannot be read (I/O error, corrupt data, ...):
+//   throw_error  the batch it broke is delivered as that error: next() rethrows it (default)
+//   skip         the record is left out of its batch (the batch is shorter) and logged
+//   substitute   the record is replaced by a good record of the same batch (same size) and logged;
+//                where none fits, it is skipped
+// A failing transform hook fails the whole batch under every policy.
+enum class error_policy { throw_error, skip, substitute };
+
+struct loader_config {
+  std::size_t batch_size = 256;
+  ::gpufeed::target target = ::gpufeed::target::host();
+  bool drop_last = false;
+  std::uint64_t seed = 0;
+  sample_order order = sample_order::shuffled;
+  std::optional<partition> part;          // nullopt: from the launcher's environment
+  std::uint64_t epochs = 0;               // stop after this many epochs; 0 = never
+  std::optional<sampler_state> resume;    // continue from a saved state (its seed wins)
+  error_policy on_error = error_policy::throw_error;
+  // Used only where the matching loader_options parameter is `dynamic`; 0 = default
+  // (workers: hardware threads - 2, prefetch: 8, streams: 2).
+  std::size_t workers = 0, prefetch = 0, streams = 0;
+  std::size_t max_held_batches = 2;       // batches the consumer may hold at once
+  // Record bytes per slot for sources whose records vary; 0 = batch_size x max_record_size().
+  std::size_t slot_data_bytes = 0;
+  std::size_t chunk_records = 0;          // records per worker task; 0 = automatic
+  stream_handle consumer_stream = nullptr;  // the stream that consumes batches (device targets)
+  transform_hook transform;               // runs after the copy, before hand-off
+  std::size_t transform_output_bytes = 0;  // per-batch output buffer for the transform
+  // Where host slots come from; nullptr = pinned memory on device targets, pageable on the host
+  // target. On a device target it must be pinned (e.g. a counting_resource over
+  // cuda::pinned_resource) or copies lose their asynchrony.
+  std::pmr::memory_resource* staging_memory = nullptr;
+  // Record a timeline for write_trace(): up to this many events per track (workers, planner,
+  // consumer, streams); 0 = off. Tracing costs a clock read and a push_back per event.
+  std::size_t trace_events = 0;
+};
+
+}  // namespace gpufeed

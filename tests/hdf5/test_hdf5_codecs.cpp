@@ -1,0 +1,279 @@
+// The plugin codecs and deflate, decoded by gpufeed's workers: files written by h5py with each
+// filter (make_codec_fixtures.py; Zstd 32015 from zstd frames written with H5Dwrite_chunk) read
+// on the fast path with bytes equal to h5py's own read, through a reader and through the loader
+// in both orders, and damaged chunks give corrupt_error naming the shard and the record.
+#include <doctest/doctest.h>
+
+#include <hdf5.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <numeric>
+#include <string>
+#include <sys/wait.h>
+#include <vector>
+
+#include "gpufeed/hdf5_source.hpp"
+#include "gpufeed/loader.hpp"
+#include "h5_writer.hpp"
+#include "hdf5_test_util.hpp"
+#include "test_util.hpp"
+
+using namespace gpufeed;
+namespace fs = std::filesystem;
+
+namespace {
+
+// The fixtures, written once per run by the Python generator; exits 77 (skipped) with the
+// generator's message when h5py or a plugin package is missing.
+const fs::path& fixtures() {
+  static gpufeed::test::temp_dir dir("h5codec");
+  static const bool made = [] {
+    const std::string cmd = std::string(GPUFEED_TEST_PYTHON) + " " + GPUFEED_CODEC_FIXTURES +
+                            " " + dir.path().string();
+    const int rc = std::system(cmd.c_str());
+    if (WIFEXITED(rc) && WEXITSTATUS(rc) == 77) {
+      std::cerr << "test_hdf5_codecs: skipped (install the packages above: scripts/setup.sh)\n";
+      std::exit(77);
+    }
+    REQUIRE_MESSAGE(rc == 0, "make_codec_fixtures.py failed: " << cmd);
+    return true;
+  }();
+  (void)made;
+  return dir.path();
+}
+
+std::vector<std::string> fixture_names() {
+  std::ifstream m(fixtures() / "manifest.txt");
+  std::vector<std::string> names;
+  for (std::string n; m >> n;) names.push_back(n);
+  REQUIRE(names.size() == 36);  // 12 codec settings x 3 layouts
+  return names;
+}
+
+// The bytes h5py read from <name>.h5, cut into rows.
+std::vector<std::vector<std::byte>> expected_rows(const std::string& name, std::size_t row) {
+  std::ifstream f(fixtures() / (name + ".raw"), std::ios::binary);
+  std::vector<char> all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  REQUIRE(all.size() % row == 0);
+  std::vector<std::vector<std::byte>> rows;
+  for (std::size_t at = 0; at < all.size(); at += row) {
+    const auto* p = reinterpret_cast<const std::byte*>(all.data() + at);
+    rows.emplace_back(p, p + row);
+  }
+  return rows;
+}
+
+std::size_t row_bytes(const std::string& name) {
+  if (name.ends_with("_span")) return 2048 * 4;
+  return name.ends_with("_odd") ? 37 * 4 : 64 * 4;
+}
+
+// One epoch through the loader: every record exactly once, each with h5py's bytes.
+void check_epoch(const hdf5_source& src, const std::vector<std::vector<std::byte>>& want,
+                 sample_order order) {
+  loader_config c;
+  c.batch_size = 7;
+  c.order = order;
+  c.workers = 3;
+  c.prefetch = 4;
+  c.epochs = 1;
+  loader<hdf5_source> l(src, c);
+  std::vector<std::uint64_t> seen;
+  std::size_t bad = 0;
+  while (auto b = l.next()) {
+    for (std::size_t k = 0; k < b->size(); ++k) {
+      const auto i = b->indices()[k];
+      REQUIRE(i < want.size());
+      const auto got = b->record(k);
+      if (got.size() != want[i].size() || !std::equal(want[i].begin(), want[i].end(), got.begin()))
+        ++bad;
+      seen.push_back(i);
+    }
+  }
+  CHECK(bad == 0);
+  std::sort(seen.begin(), seen.end());
+  std::vector<std::uint64_t> all(want.size());
+  std::iota(all.begin(), all.end(), 0);
+  CHECK(seen == all);
+}
+
+// Replaces the stored bytes of the first chunk of "data" that every filter was applied to (an
+// optional filter skips a chunk it cannot shrink) with edit(bytes), keeping its filter mask.
+// Returns the first record (row) that chunk holds.
+template <class Edit>
+std::uint64_t rewrite_filtered_chunk(const fs::path& path, Edit edit) {
+  using gpufeed::test::h5_check;
+  using gpufeed::test::h5_id;
+  h5_id f(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose, "H5Fopen");
+  h5_id d(H5Dopen2(f, "data", H5P_DEFAULT), H5Dclose, "H5Dopen2");
+  h5_id space(H5Dget_space(d), H5Sclose, "H5Dget_space");
+  hsize_t chunks = 0;
+  h5_check(H5Dget_num_chunks(d, space, &chunks), "H5Dget_num_chunks");
+  for (hsize_t k = 0; k < chunks; ++k) {
+    hsize_t origin[2] = {0, 0}, stored = 0;
+    unsigned mask = 0;
+    haddr_t addr = 0;
+    h5_check(H5Dget_chunk_info(d, space, k, origin, &mask, &addr, &stored), "H5Dget_chunk_info");
+    if (mask != 0) continue;
+    std::vector<unsigned char> bytes(stored);
+    std::uint32_t read_mask = 0;
+    h5_check(H5Dread_chunk(d, H5P_DEFAULT, origin, &read_mask, bytes.data()), "H5Dread_chunk");
+    edit(bytes);
+    h5_check(H5Dwrite_chunk(d, H5P_DEFAULT, mask, origin, bytes.size(), bytes.data()),
+             "H5Dwrite_chunk");
+    return origin[0];
+  }
+  FAIL("no chunk of " << path << " went through every filter");
+  return 0;
+}
+
+// Where a flipped byte is certain to be caught: a size field of the codec's header, or anywhere
+// under a checksum. Bitshuffle without compression has neither (HDF5 cannot tell either).
+long header_byte(const std::string& name) {
+  if (name.starts_with("gzip") || name.starts_with("lz4_fletcher32")) return -2;  // middle
+  if (name.starts_with("blosc")) return 4;      // nbytes, little-endian at 4
+  if (name.starts_with("zstd")) return 0;       // the frame's magic number
+  if (name.starts_with("bitshuffle_none")) return -1;
+  return 7;  // lz4 and bitshuffle-lz4/zstd: low byte of the 8-byte big-endian total size
+}
+
+void check_corrupt(const fs::path& path, std::uint64_t record, const std::string& what) {
+  hdf5_source src(path);
+  REQUIRE(src.shards()[0].read_path == hdf5_read_path::pread_decode);
+  std::vector<std::byte> buf(src.max_record_size());
+  auto r = src.make_reader();
+  try {
+    r.read(record, buf);
+    FAIL_CHECK(what << ": no error for record " << record << " of " << path);
+  } catch (const corrupt_error& e) {
+    CHECK(e.file() == path.string());
+    CHECK(e.record() == record);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("each codec: the fast path, bytes equal to h5py's read") {
+  for (const auto& name : fixture_names()) {
+    CAPTURE(name);
+    hdf5_source src(fixtures() / (name + ".h5"));
+    const auto& info = src.shards()[0];
+    CHECK(info.read_path == hdf5_read_path::pread_decode);
+    CHECK(info.fallback_reason.empty());
+    const auto want = expected_rows(name, row_bytes(name));
+    CHECK(gpufeed::test::count_mismatches(src, want) == 0);
+  }
+}
+
+TEST_CASE("each codec through the loader: shuffled and sequential, every record once") {
+  for (const auto& name : fixture_names()) {
+    CAPTURE(name);
+    hdf5_source src(fixtures() / (name + ".h5"));
+    const auto want = expected_rows(name, row_bytes(name));
+    check_epoch(src, want, sample_order::sequential);
+    check_epoch(src, want, sample_order::shuffled);
+  }
+}
+
+TEST_CASE("each codec: flipped and truncated chunks give corrupt_error naming shard and record") {
+  gpufeed::test::temp_dir dir("h5codec-bad");
+  for (const auto& name : fixture_names()) {
+    CAPTURE(name);
+    const fs::path good = fixtures() / (name + ".h5");
+    const fs::path cut = dir / (name + "-cut.h5");
+    fs::copy_file(good, cut);
+    const auto at_cut =
+        rewrite_filtered_chunk(cut, [](std::vector<unsigned char>& b) { b.resize(b.size() / 2); });
+    check_corrupt(cut, at_cut, "truncated");
+    if (const long at = header_byte(name); at != -1) {
+      const fs::path flip = dir / (name + "-flip.h5");
+      fs::copy_file(good, flip);
+      const auto at_flip = rewrite_filtered_chunk(flip, [at](std::vector<unsigned char>& b) {
+        b[at >= 0 ? static_cast<std::size_t>(at) : b.size() / 2] ^= 0x5a;
+      });
+      check_corrupt(flip, at_flip, "flipped");
+    }
+  }
+}
+
+TEST_CASE("each codec: random damage to a chunk gives its bytes or corrupt_error, nothing else") {
+  // Codecs without a checksum may decode a flipped literal to other bytes, as HDF5 would; what
+  // must never happen is a crash, a read outside the buffers (ASan runs this) or another error.
+  gpufeed::test::temp_dir dir("h5codec-rand");
+  std::uint64_t x = 0x9e3779b97f4a7c15ull;
+  auto next = [&x] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  std::size_t caught = 0, tries = 0;
+  for (const auto& name : fixture_names()) {
+    CAPTURE(name);
+    for (int round = 0; round < 6; ++round) {
+      const fs::path bad = dir / (name + "-" + std::to_string(round) + ".h5");
+      fs::copy_file(fixtures() / (name + ".h5"), bad);
+      const auto first = rewrite_filtered_chunk(bad, [&](std::vector<unsigned char>& b) {
+        for (int k = 0; k < 1 + round; ++k) b[next() % b.size()] ^= static_cast<unsigned char>(1 + next() % 255);
+        if (round == 5) b.resize(next() % b.size());  // and cut
+      });
+      hdf5_source src(bad);
+      std::vector<std::byte> buf(src.max_record_size());
+      auto r = src.make_reader();
+      ++tries;
+      try {
+        r.read(first, buf);
+      } catch (const corrupt_error& e) {
+        ++caught;
+        CHECK(e.record() == first);
+      }
+    }
+  }
+  MESSAGE(caught << " of " << tries << " damaged chunks detected");
+  CHECK(caught > 0);
+}
+
+TEST_CASE("filter names and parameters are reported") {
+  CHECK(hdf5_source(fixtures() / "bitshuffle_zstd_span.h5").shards()[0].filters ==
+        std::vector<std::string>{"bitshuffle(zstd)"});
+  CHECK(hdf5_source(fixtures() / "lz4_rows.h5").shards()[0].filters ==
+        std::vector<std::string>{"lz4"});
+  CHECK(hdf5_source(fixtures() / "zstd_rows.h5").shards()[0].filters ==
+        std::vector<std::string>{"zstd"});
+  CHECK(hdf5_source(fixtures() / "blosc_lz4_shuffle_rows.h5").shards()[0].filters ==
+        std::vector<std::string>{"blosc"});
+}
+
+// Run alone (its own ctest entry), before anything in the process initialises HDF5: HDF5 reads
+// HDF5_PLUGIN_PATH once, and the path then replaces the default plugin directory.
+TEST_CASE("a filter whose plugin is found only through HDF5_PLUGIN_PATH reads through H5Dread" *
+          doctest::skip(std::getenv("GPUFEED_TEST_PLUGIN_PATH_CASE") == nullptr)) {
+  const fs::path& fx = fixtures();
+  fs::path plugin;  // the LZF plugin (Debian's bitshuffle package), copied to a private directory
+  for (const auto& lib : fs::directory_iterator("/usr/lib"))
+    if (fs::exists(lib.path() / "hdf5/serial/plugins/libh5LZF.so"))
+      plugin = lib.path() / "hdf5/serial/plugins/libh5LZF.so";
+  REQUIRE_MESSAGE(!plugin.empty(), "libh5LZF.so not found (Debian package bitshuffle)");
+  gpufeed::test::temp_dir dir("h5plugins");
+  fs::copy_file(plugin, dir / "libh5LZF.so");
+  REQUIRE(setenv("HDF5_PLUGIN_PATH", dir.path().c_str(), 1) == 0);
+
+  hdf5_source src(fx / "lzf.h5");
+  unsigned entries = 0;
+  REQUIRE(H5PLsize(&entries) >= 0);
+  REQUIRE(entries == 1);  // the default directory is no longer searched
+  std::vector<char> first(4096);
+  REQUIRE(H5PLget(0, first.data(), first.size()) > 0);
+  CHECK(fs::path(first.data()) == dir.path());
+  const auto& info = src.shards()[0];
+  CHECK(info.read_path == hdf5_read_path::h5dread_fallback);
+  CHECK(info.fallback_reason.find("lzf") != std::string::npos);
+  CHECK(info.fallback_reason.find("plugin missing") == std::string::npos);
+  CHECK(gpufeed::test::count_mismatches(src, expected_rows("lzf", 64 * 4)) == 0);
+}

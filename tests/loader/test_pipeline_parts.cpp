@@ -1,0 +1,162 @@
+// The loader's pieces that are testable alone: config resolution, task splitting, the ready
+// queue, the host engine.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpufeed/detail/loader/config.hpp"
+#include "gpufeed/detail/loader/delivery.hpp"
+#include "gpufeed/detail/loader/planning.hpp"
+#include "gpufeed/target.hpp"
+
+using namespace gpufeed;
+
+namespace {
+
+struct fixed_source {  // 100 records of 16 bytes
+  std::uint64_t size() const { return 100; }
+  std::size_t record_size(std::uint64_t) const { return 16; }
+  std::size_t fixed_record_size() const { return 16; }
+  void read(std::uint64_t, std::span<std::byte>) const {}
+};
+
+struct unit_source : fixed_source {  // decode units of 5 records
+  std::uint64_t decode_unit(std::uint64_t i) const { return i / 5; }
+};
+
+struct one_unit_source : fixed_source {  // every record in one decode unit
+  std::uint64_t decode_unit(std::uint64_t) const { return 0; }
+};
+
+std::string config_message(const loader_config& c) {
+  try {
+    (void)detail::resolve_config<loader_options<>>(fixed_source{}, c, 8);
+  } catch (const config_error& e) {
+    return e.describe();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("resolve_config: automatic knobs get their values, fixed ones win") {
+  loader_config c;
+  c.batch_size = 10;
+  c.part = partition{};
+  const auto a = detail::resolve_config<loader_options<>>(fixed_source{}, c, 8);
+  CHECK(a.config.workers == 6);  // cores - 2
+  CHECK(a.config.prefetch == 8);
+  CHECK(a.config.streams == 2);
+  CHECK(a.config.slot_data_bytes == 160);
+  CHECK(a.record_bytes == 16);
+  CHECK(a.config.chunk_records == detail::auto_chunk(10, 160, 6, 8));
+  CHECK(a.order.batches_per_epoch() == 10);
+  CHECK(a.start == sampler_state{0, 0, 0});
+  c.workers = 3;
+  c.chunk_records = 4;
+  const auto b = detail::resolve_config<loader_options<dynamic, 2, 1>>(fixed_source{}, c, 8);
+  CHECK(b.config.workers == 3);
+  CHECK(b.config.prefetch == 2);
+  CHECK(b.config.streams == 1);
+  CHECK(b.config.chunk_records == 4);
+  CHECK(detail::resolve_config<loader_options<>>(fixed_source{}, c, 1).config.workers == 3);
+  c.workers = 0;
+  CHECK(detail::resolve_config<loader_options<>>(fixed_source{}, c, 1).config.workers == 1);
+}
+
+TEST_CASE("resolve_config: bad settings are config_errors that name the setting") {
+  loader_config c;
+  c.part = partition{};
+  c.batch_size = 0;
+  CHECK(config_message(c) == "batch_size must be at least 1");
+  c.batch_size = 10;
+  c.max_held_batches = 0;
+  CHECK(config_message(c) == "max_held_batches must be at least 1");
+  c.max_held_batches = 2;
+  c.transform_output_bytes = 8;
+  CHECK(config_message(c) == "transform_output_bytes given without a transform");
+  c.transform_output_bytes = 0;
+  c.resume = sampler_state{1, 0, 10};
+  CHECK(config_message(c) == "resume state names batch 10 but an epoch has 10");
+  c.resume.reset();
+  c.batch_size = 101;
+  c.drop_last = true;
+  CHECK(config_message(c).find("no full batch of 101 records") == 0);
+}
+
+TEST_CASE("split_tasks: chunk_records positions per task, or on to the end of a decode unit") {
+  std::vector<std::uint64_t> idx(23);
+  for (std::size_t k = 0; k < idx.size(); ++k) idx[k] = k;
+  std::vector<detail::chunk_task> t;
+  detail::split_tasks(fixed_source{}, 3, idx.data(), idx.size(), 4, true, t);
+  REQUIRE(t.size() == 6);
+  for (std::size_t k = 0; k < t.size(); ++k) {
+    CHECK(t[k].slot == 3);
+    CHECK(t[k].begin == 4 * k);
+    CHECK(t[k].end == std::min<std::size_t>(23, 4 * k + 4));
+  }
+  // Units of 5: a task of 4 runs on to its unit's end ([0,5) [5,10) ...), the last ends at 23.
+  detail::split_tasks(unit_source{}, 0, idx.data(), idx.size(), 4, true, t);
+  REQUIRE(t.size() == 5);
+  CHECK(t[0].end == 5);
+  CHECK(t[1].begin == 5);
+  CHECK(t[1].end == 10);
+  CHECK(t.back().end == 23);
+  // At most 8 x chunk_records per task, even within one unit.
+  detail::split_tasks(one_unit_source{}, 0, idx.data(), idx.size(), 2, true, t);
+  REQUIRE(t.size() == 2);
+  CHECK(t[0].end == 16);
+  CHECK(t[1].begin == 16);
+  CHECK(t[1].end == 23);
+  detail::split_tasks(unit_source{}, 0, idx.data(), idx.size(), 4, false, t);
+  CHECK(t.size() == 6);  // unit_tasks off: plain chunks
+}
+
+TEST_CASE("ready_queue: delivers in sequence order, ends, and bounds batches held") {
+  detail::ready_queue q(2, 4);
+  auto entry = [](std::uint64_t seq) {
+    detail::ready_entry e;
+    e.meta.sequence = seq;
+    e.slot = seq % 4;
+    e.has_slot = true;
+    return e;
+  };
+  q.put(entry(1));
+  q.put(entry(0));
+  CHECK(q.take()->entry.meta.sequence == 0);
+  CHECK(q.take()->entry.meta.sequence == 1);
+  q.put(entry(2));
+  CHECK_THROWS_AS(q.take(), config_error);  // two held
+  (void)q.released(0);
+  CHECK(q.take()->entry.meta.sequence == 2);
+  CHECK(q.last_taken()->sequence == 2);
+  q.end_at(3);
+  (void)q.released(1);
+  CHECK_FALSE(q.take().has_value());
+  q.stop();
+}
+
+TEST_CASE("host_engine: delivers in the staging slot and returns it on release") {
+  host_engine e;
+  CHECK(e.delivers_in_place());
+  CHECK(e.probe() == nullptr);
+  e.configure(64, 8, 2, 1);
+  std::vector<std::byte> staging(64);
+  e.copy(1, 0, staging.data(), 64, 7);
+  CHECK(e.slot(1).data == staging.data());
+  CHECK(e.slot(1).output != nullptr);
+  std::vector<std::size_t> done;
+  CHECK(e.reclaim(done) == 0);  // held until released
+  e.release(1, nullptr);
+  CHECK(e.reclaim(done) == 1);
+  CHECK(done == std::vector<std::size_t>{7});
+  // A failing hook frees the staging slot too.
+  e.copy(0, 0, staging.data(), 64, 5);
+  transform_hook bad = [](const batch_view&, stream_handle) { throw config_error("bad"); };
+  CHECK_THROWS_AS(e.complete(0, 0, bad, batch_view{}), config_error);
+  done.clear();
+  CHECK(e.reclaim(done) == 1);
+  CHECK(done == std::vector<std::size_t>{5});
+}
