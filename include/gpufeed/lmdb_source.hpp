@@ -14,11 +14,17 @@
 // and checked and the file must hold every page in use (a truncated data.mdb is refused instead
 // of raising SIGBUS later); for immutable shards the B-tree's branch and leaf pages are checked
 // too, so a damaged page is a corrupt_error instead of an LMDB assertion (abort). Every key and
-// value must lie inside the file.
+// value must lie inside the file; a value on overflow pages must find its page's header naming
+// that page, P_OVERFLOW and enough pages, and no two values may share overflow pages.
 //
 // Reading: the record is looked up by key (mdb_get) in a read transaction and copied once from
 // the map into the caller's memory; its value must still have the size seen at open, or the read
-// throws corrupt_error. make_reader() gives each worker its own transactions (one per shard,
+// throws corrupt_error. A data file truncated while open (by someone else: LMDB never shrinks
+// it) is an io_error naming file and record, never SIGBUS: its size is checked whenever a read
+// transaction starts (once per batch for the loader's readers), and the reads from the map run
+// under a SIGBUS guard (detail/lmdb/fault_guard.hpp: a process-wide SIGBUS handler, installed
+// on the first read, that chains to the previous one for faults that are not gpufeed's).
+// Records whose pages are still in the file keep reading correctly. make_reader() gives each worker its own transactions (one per shard,
 // begun on first use), reset by idle() and renewed on the next read; read() on the source itself
 // is thread-safe and borrows transactions from a small internal pool.
 //

@@ -285,6 +285,12 @@ TEST_CASE("pack: failures exit 1 with one line; parse errors keep CLI11's exit c
                                "--format", "lmdb", "--deflate", "3"}),
       "", "deflate");
 
+  // An output directory inside the input is refused before anything is listed or written.
+  expect_one_line_failure(gpufeed_run(dir.path(), {"pack", (dir / "in").string(), "-o",
+                                                   (dir / "in/out").string(), "--force"}),
+                          (dir / "in/out").string(), "lies inside the input directory");
+  CHECK(!fs::exists(dir / "in/out"));
+
   const int required = static_cast<int>(CLI::ExitCodes::RequiredError);
   CHECK(gpufeed_run(dir.path(), {"pack", (dir / "in").string()}).code == required);
   CHECK(gpufeed_run(dir.path(), {"pack", "-o", out}).code == required);

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -98,6 +99,22 @@ TEST_CASE("list_directory: symlinks inside are followed, leaving ones refused, d
     FAIL("expected io_error");
   } catch (const io_error& e) {
     CHECK(e.file() == (root / "f_dangling").string());
+  }
+}
+
+TEST_CASE("list_directory: a symbolic link loop is ELOOP, not a link that points to nothing") {
+  gpufeed::test::temp_dir dir("loop");
+  const fs::path root = dir / "in";
+  write_text(root / "a/real", "real");
+  fs::create_symlink(root / "y", root / "x");
+  fs::create_symlink(root / "x", root / "y");
+  try {
+    (void)list_directory(root, false);
+    FAIL("expected io_error");
+  } catch (const io_error& e) {
+    CHECK(e.file() == (root / "x").string());
+    CHECK(e.status() == std::optional<long long>(ELOOP));
+    CHECK(std::string(e.what()).find("points to nothing") == std::string::npos);
   }
 }
 

@@ -128,6 +128,43 @@ TEST_CASE("out_dir: non-empty refused without force; force removes only pack's o
   CHECK_THROWS_AS((void)pack(in, dir / "afile", o), config_error);
 }
 
+TEST_CASE("an output directory inside the input: refused before anything is deleted") {
+  gpufeed::test::temp_dir dir("inout");
+  const fs::path in = dir / "in", out = dir / "in/out";
+  for (int i = 0; i < 5; ++i) write_file(in / ("f" + std::to_string(i)), random_bytes(100, i));
+  for (const auto format : {shard_format::hdf5, shard_format::lmdb}) {
+    CAPTURE(to_string(format));
+    pack_options o;
+    o.format = format;
+    o.force = true;
+    fs::remove_all(out);
+    (void)pack(list_directory(in, false), out, o);  // the first time the listing holds no output
+    const std::set<std::string> before = tree(out);
+    // `gpufeed pack in -o in/out --force` again: the listing now holds the earlier output.
+    const std::vector<pack_input> again = list_directory(in, false);
+    REQUIRE(again.size() > 5);
+    try {
+      (void)pack(again, out, o);
+      FAIL("expected config_error");
+    } catch (const config_error& e) {
+      CHECK(fs::path(e.file()).parent_path().string().rfind(out.string(), 0) == 0);
+      CHECK(std::string(e.what()).find("inside the output directory") != std::string::npos);
+      CHECK(std::string(e.what()).find(out.string()) != std::string::npos);
+    }
+    CHECK(tree(out) == before);  // nothing deleted
+    // The directory-level check (the CLI's, before listing): names both.
+    try {
+      detail::pack::refuse_output_inside_input(in, out);
+      FAIL("expected config_error");
+    } catch (const config_error& e) {
+      CHECK(e.file() == out.string());
+      CHECK(std::string(e.what()).find("'" + in.string() + "'") != std::string::npos);
+    }
+    CHECK_NOTHROW(detail::pack::refuse_output_inside_input(in, dir / "elsewhere"));
+    CHECK_NOTHROW(detail::pack::refuse_output_inside_input(in, dir / "in2"));
+  }
+}
+
 TEST_CASE("unreadable inputs: io_error naming the file; out_dir untouched or cleaned up") {
   gpufeed::test::temp_dir dir("unread");
   write_file(dir / "in/a", random_bytes(100, 1));

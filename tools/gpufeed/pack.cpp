@@ -90,6 +90,7 @@ void run_pack(const pack_args& a) {
   if (!a.list.empty()) {
     inputs = read_list_file(a.list);
   } else {
+    detail::pack::refuse_output_inside_input(a.input, a.output);  // before listing or writing
     inputs = list_directory(a.input, a.labels);
     if (a.labels) o.label_names = directory_labels(a.input);
   }

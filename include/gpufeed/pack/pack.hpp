@@ -42,7 +42,8 @@
 //    complete and synced; the manifest comes last. On failure pack removes what it wrote
 //    (except when verify finds a difference: the shards stay for inspection, with no manifest).
 //  - Errors: io_error naming the input file that cannot be read (or changed size while
-//    packing); config_error for bad options or a refused out_dir; format_error for a bad list
+//    packing); config_error for bad options or a refused out_dir (also one that holds an input,
+//    checked before anything is deleted); format_error for a bad list
 //    file line; corrupt_error when verify finds a record that differs; library_error when HDF5,
 //    LMDB or zlib fail.
 #pragma once

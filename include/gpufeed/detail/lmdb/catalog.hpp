@@ -145,6 +145,7 @@ class catalog {
       throw_status(rc, "mdb_cursor_open", "cannot open a cursor", file_context(s.data_file));
     cursor cur(raw);
     MDB_val k{}, v{};
+    std::vector<overflow_run> runs;  // values on overflow pages: no two may share a page
     int rc = mdb_cursor_get(raw, &k, &v, MDB_FIRST);
     for (; rc == MDB_SUCCESS; rc = mdb_cursor_get(raw, &k, &v, MDB_NEXT)) {
       const std::uint64_t rec = entries_.size();
@@ -160,6 +161,14 @@ class catalog {
           v.mv_size > s.file_size || v.mv_size > 0xffffffffu || k.mv_size > 0xffffu)
         throw corrupt_error("a key or value lies outside data.mdb (damaged LMDB page)",
                             record_context(s, rec));
+      if (const char* why = check_overflow_value(s, v))
+        throw corrupt_error(std::string("damaged LMDB overflow page: ") + why,
+                            record_context(s, rec));
+      const std::uintptr_t vat = reinterpret_cast<std::uintptr_t>(v.mv_data) -
+                                reinterpret_cast<std::uintptr_t>(s.valid.base);
+      if (s.valid.known() && s.psize && vat % s.psize == page_layout::header)
+        runs.push_back({vat / s.psize, (page_layout::header + v.mv_size + s.psize - 1) / s.psize,
+                        rec});
       record_entry e;
       e.value_size = static_cast<std::uint32_t>(v.mv_size);
       e.payload_size = e.value_size;
@@ -185,10 +194,28 @@ class catalog {
                               " records but its tree holds " +
                               std::to_string(entries_.size() - first),
                           file_context(s.data_file));
+    check_runs(s, runs);
     if (int crc = txn.commit(); crc != MDB_SUCCESS)
       throw_status(crc, "mdb_txn_commit", "cannot end the scan transaction",
                    file_context(s.data_file));
     shard_first_.push_back(entries_.size());
+  }
+
+  // The overflow pages of one value: [first, first + pages), and its record.
+  struct overflow_run {
+    std::uint64_t first = 0, pages = 0, record = 0;
+  };
+  // Two values on the same overflow pages: a damaged overflow page number points into another
+  // value (whose own header checks pass), so one of them would deliver the other's bytes.
+  static void check_runs(const shard& s, std::vector<overflow_run>& runs) {
+    std::sort(runs.begin(), runs.end(),
+              [](const overflow_run& a, const overflow_run& b) { return a.first < b.first; });
+    for (std::size_t i = 1; i < runs.size(); ++i)
+      if (runs[i].first < runs[i - 1].first + runs[i - 1].pages)
+        throw corrupt_error("damaged LMDB overflow page: the value's overflow pages (from page " +
+                                std::to_string(runs[i].first) + ") overlap those of record " +
+                                std::to_string(std::min(runs[i].record, runs[i - 1].record)),
+                            record_context(s, std::max(runs[i].record, runs[i - 1].record)));
   }
 
   static void set_datum(record_entry& e, const shard& s, std::uint64_t rec,

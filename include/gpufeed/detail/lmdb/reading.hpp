@@ -2,6 +2,10 @@
 #pragma once
 
 #include <lmdb.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <optional>
 
 #include <cstddef>
 #include <cstdint>
@@ -14,6 +18,7 @@
 
 #include "gpufeed/datum.hpp"
 #include "gpufeed/detail/lmdb/catalog.hpp"
+#include "gpufeed/detail/lmdb/fault_guard.hpp"
 #include "gpufeed/detail/lmdb/handles.hpp"
 #include "gpufeed/error.hpp"
 
@@ -34,6 +39,23 @@ inline void check_index(const catalog& c, std::uint64_t i) {
 // renewed on the next read. Not thread-safe; moving it is cheap.
 class txn_set {
  public:
+  // Throws io_error when s's data file is now shorter than at open (LMDB never shrinks it: the
+  // file was truncated by someone else, and reading pages past its end would fault).
+  static void check_not_shrunk(const catalog& c, const shard& s, std::uint64_t i) {
+    struct stat st {};
+    if (::fstat(s.fd, &st) != 0)
+      throw_status(errno, "fstat", "cannot stat the LMDB data file", catalog::record_context(s, i));
+    if (static_cast<std::uint64_t>(st.st_size) < s.file_size)
+      throw io_error("data.mdb was truncated while open: it had " + std::to_string(s.file_size) +
+                         " bytes, now " + std::to_string(st.st_size) + c.key_note(i),
+                     catalog::record_context(s, i));
+  }
+  static std::string file_size_text(const shard& s) {
+    struct stat st {};
+    if (::fstat(s.fd, &st) != 0) return "an unknown size";
+    return std::to_string(st.st_size) + " bytes, " + std::to_string(s.file_size) + " at open";
+  }
+
   void read(const catalog& c, std::uint64_t i, std::span<std::byte> dst) {
     check_index(c, i);
     const record_entry& e = c.entry(i);
@@ -49,6 +71,7 @@ class txn_set {
     read_txn& t = txns_[si];
     if (!t.active()) {
       const char* api = t.get() ? "mdb_txn_renew" : "mdb_txn_begin";
+      check_not_shrunk(c, s, i);  // at batch boundaries: a clear message before any fault
       if (int rc = t.activate(s.handle.get()); rc != MDB_SUCCESS)
         throw_status(rc, api, "cannot start a read transaction", catalog::record_context(s, i));
       active_.push_back(static_cast<std::uint32_t>(si));
@@ -56,28 +79,69 @@ class txn_set {
     const std::span<const std::byte> k = c.key(e);
     MDB_val key{k.size(), const_cast<std::byte*>(k.data())};  // mdb_get does not write the key
     MDB_val val{};
-    if (int rc = mdb_get(t.get(), s.dbi, &key, &val); rc != MDB_SUCCESS) {
-      t.discard();  // an error may leave the txn unusable (MDB_TXN_ERROR); begin afresh next time
-      if (rc == MDB_NOTFOUND)
-        throw corrupt_error("the record's key is no longer in the database" + c.key_note(i),
-                            catalog::record_context(s, i));
-      throw_status(rc, "mdb_get", "cannot read the record" + c.key_note(i),
-                   catalog::record_context(s, i));
+    int rc = MDB_SUCCESS;
+    const char* overflow_bad = nullptr;
+    enum class outcome { copied, get_failed, size_changed, bad_overflow, gather_short } out{};
+    // A Datum gather names the record in its format errors: built before the guard (no frame a
+    // jump could skip may own memory).
+    std::optional<error_context> gather_ctx;
+    if (e.payload_offset == gathered) gather_ctx.emplace(catalog::record_context(s, i));
+    // Everything that touches the map runs in the guard (fault_guard.hpp) and only sets these
+    // trivial locals; errors are thrown after it.
+    const void* fault = guard_map_reads(s.valid.base, s.map_size, [&] {
+      rc = mdb_get(t.get(), s.dbi, &key, &val);
+      if (rc != MDB_SUCCESS) {
+        out = outcome::get_failed;
+        return;
+      }
+      if (val.mv_size != e.value_size || !s.valid.contains(val.mv_data, val.mv_size)) {
+        out = outcome::size_changed;
+        return;
+      }
+      overflow_bad = check_overflow_value(s, val);
+      if (overflow_bad) {
+        out = outcome::bad_overflow;
+        return;
+      }
+      const auto* v = static_cast<const std::byte*>(val.mv_data);
+      if (n == 0) return;
+      if (e.payload_offset != gathered)  // raw values: offset 0
+        std::memcpy(dst.data(), v + e.payload_offset, n);
+      else if (datum::gather_floats({v, val.mv_size}, dst.first(n), *gather_ctx) != n)
+        out = outcome::gather_short;
+    });
+    if (fault) {
+      t.discard();  // the snapshot may point past the file's end now; begin afresh next time
+      throw io_error(
+          "data.mdb was truncated while being read: reading the record touched byte " +
+              std::to_string(reinterpret_cast<std::uintptr_t>(fault) -
+                             reinterpret_cast<std::uintptr_t>(s.valid.base)) +
+              " of the map, past the file's end (SIGBUS caught; the file now has " +
+              file_size_text(s) + ")" + c.key_note(i),
+          catalog::record_context(s, i));
     }
-    if (val.mv_size != e.value_size || !s.valid.contains(val.mv_data, val.mv_size))
-      throw corrupt_error("the record's value has " + std::to_string(val.mv_size) +
-                              " bytes, but had " + std::to_string(e.value_size) +
-                              " when the shard was opened" + c.key_note(i),
-                          catalog::record_context(s, i));
-    const auto* v = static_cast<const std::byte*>(val.mv_data);
-    if (n == 0) return;
-    if (e.payload_offset != gathered) {  // raw values: offset 0
-      std::memcpy(dst.data(), v + e.payload_offset, n);
-    } else if (datum::gather_floats({v, val.mv_size}, dst.first(n),
-                                    catalog::record_context(s, i)) != n) {
-      throw corrupt_error("the Datum's float_data changed since the shard was opened" +
-                              c.key_note(i),
-                          catalog::record_context(s, i));
+    switch (out) {
+      case outcome::copied: return;
+      case outcome::get_failed:
+        t.discard();  // an error may leave the txn unusable (MDB_TXN_ERROR); begin afresh
+        if (rc == MDB_NOTFOUND)
+          throw corrupt_error("the record's key is no longer in the database" + c.key_note(i),
+                              catalog::record_context(s, i));
+        throw_status(rc, "mdb_get", "cannot read the record" + c.key_note(i),
+                     catalog::record_context(s, i));
+      case outcome::size_changed:
+        throw corrupt_error("the record's value has " + std::to_string(val.mv_size) +
+                                " bytes, but had " + std::to_string(e.value_size) +
+                                " when the shard was opened" + c.key_note(i),
+                            catalog::record_context(s, i));
+      case outcome::bad_overflow:
+        throw corrupt_error(std::string("damaged LMDB overflow page: ") + overflow_bad +
+                                c.key_note(i),
+                            catalog::record_context(s, i));
+      case outcome::gather_short:
+        throw corrupt_error("the Datum's float_data changed since the shard was opened" +
+                                c.key_note(i),
+                            catalog::record_context(s, i));
     }
   }
 

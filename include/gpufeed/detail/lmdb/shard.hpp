@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <string>
@@ -21,6 +22,7 @@
 #include "gpufeed/detail/lmdb/handles.hpp"
 #include "gpufeed/detail/lmdb/map_region.hpp"
 #include "gpufeed/detail/lmdb/meta_check.hpp"
+#include "gpufeed/detail/lmdb/tree_check.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail::lmdb {
@@ -33,8 +35,39 @@ struct shard {
   MDB_dbi dbi = 0;
   std::size_t file_size = 0;  // data file size at open
   std::size_t map_size = 0;   // LMDB's me_mapsize
+  std::uint32_t psize = 0;    // LMDB's page size
+  int fd = -1;                // LMDB's descriptor of the data file (LMDB closes it)
   region valid;               // bytes keys and values may point into (set by the scan)
 };
+
+// Why value v (an MDB_val LMDB returned for s) must not be delivered, or null. A value on
+// overflow pages starts 16 bytes (one page header) into a page, which no value inside a leaf page
+// can (leaf nodes lie above the page's node-offset array); its first page's header must name
+// that page, be an overflow page (P_OVERFLOW), and count enough pages for the value, all inside
+// the region. LMDB itself reads only the page count (to free pages), so a wrong overflow page
+// number would otherwise deliver another page's bytes. Needs the map's place (s.valid).
+inline const char* check_overflow_value(const shard& s, const MDB_val& v) noexcept {
+  namespace P = page_layout;
+  if (!s.valid.known() || s.psize == 0) return nullptr;
+  const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(v.mv_data) -
+                             reinterpret_cast<std::uintptr_t>(s.valid.base);
+  if (off % s.psize != P::header) return nullptr;
+  const auto* h = static_cast<const unsigned char*>(v.mv_data) - P::header;
+  std::uint64_t pgno = 0;
+  std::uint16_t flags = 0;
+  std::uint32_t pages = 0;
+  std::memcpy(&pgno, h, 8);
+  std::memcpy(&flags, h + 10, 2);
+  std::memcpy(&pages, h + 12, 4);
+  const std::uint64_t at = off / s.psize;
+  if (pgno != at) return "the value's first page has the header of another page";
+  if ((flags & (P::p_overflow | P::p_branch | P::p_leaf | P::p_meta)) != P::p_overflow)
+    return "the value's first page is not an overflow page";
+  const std::uint64_t need = (P::header + v.mv_size + s.psize - 1) / s.psize;
+  if (pages < need) return "the overflow page counts fewer pages than the value needs";
+  if (at + pages > s.valid.size / s.psize) return "the overflow pages run past the file";
+  return nullptr;
+}
 
 // Opens the environment at `path`: a directory holding data.mdb (+ lock.mdb), the data.mdb file
 // itself, or any other file, opened as a MDB_NOSUBDIR environment.
@@ -125,6 +158,8 @@ inline shard open_shard(const std::filesystem::path& path, unsigned max_readers,
     throw_status(rc, "mdb_env_stat", "cannot read the LMDB environment statistics",
                  file_context(s.data_file));
   s.file_size = static_cast<std::size_t>(fst.st_size);
+  s.fd = fd;
+  s.psize = est.ms_psize;
   s.map_size = info.me_mapsize;
   const std::uint64_t pages = static_cast<std::uint64_t>(info.me_last_pgno) + 1;
   const std::uint64_t psize = est.ms_psize;

@@ -10,8 +10,9 @@
 //   - pages above the last level are branch pages with >= 2 nodes, pages on it are leaves;
 //   - the node-offset array and every node (header, key, inline value or overflow page number)
 //     lie inside the page; child and overflow page numbers lie inside the file.
-// Overflow pages themselves are not read (LMDB does not read them either to locate a value); the
-// scan checks that every value lies inside the file. Layout (64-bit, MDB_DATA_VERSION 1):
+// Overflow pages are not read here; the scan (catalog.hpp) checks every value lies inside the
+// file, that its overflow page's own header agrees (check_overflow_value in shard.hpp) and that
+// no two values share overflow pages. Layout (64-bit, MDB_DATA_VERSION 1):
 //   page header (16 bytes): pgno u64 | pad u16 | flags u16 | lower u16 | upper u16, then the u16
 //   node offsets; node: lo u16 | hi u16 | flags u16 | ksize u16 | key | data.
 #pragma once

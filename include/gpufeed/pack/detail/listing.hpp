@@ -81,6 +81,10 @@ inline void walk(const fs::path& dir, const fs::path& canonical_root, const std:
       out.push_back({p, name});
     } else if (fs::is_symlink(lst)) {
       const fs::file_status st = fs::status(p, ec);
+      // A loop (ELOOP) or an unreadable target is reported as what it is; only a link whose
+      // target is missing "points to nothing".
+      if (ec && ec != std::errc::no_such_file_or_directory)
+        throw_fs("cannot follow a symbolic link", p, "stat", ec);
       if (ec || !fs::exists(st)) throw_errno("symbolic link points to nothing", p, "stat", ENOENT);
       if (!fs::is_regular_file(st)) continue;  // directories (no loops) and special files
       const fs::path target = fs::canonical(p, ec);

@@ -7,6 +7,12 @@
 // pieces are copied straight into them — one copy from the input file, no malloc'd page, no
 // pwrite (2-3x faster than without WRITEMAP here). WRITEMAP grows the file to the map size
 // (sparse where the filesystem allows), so finish() cuts it back to the pages in use.
+// Space: a store into a page of a sparse mapped file that the file system cannot back raises
+// SIGBUS (a full disk would kill the process and leave the temporary behind), so the whole map
+// is reserved with posix_fallocate right after mdb_env_open, before LMDB touches a page: a full
+// file system is an io_error (ENOSPC, naming data.mdb) and pack removes the temporary. The cost:
+// while a shard is written its file holds the map bound (lmdb_map_bound, 2-4x the shard's bytes)
+// of disk, until finish() trims it.
 // Transactions commit every 64 MiB, at record boundaries; MDB_NOSYNC while writing, one
 // mdb_env_sync(force) and an fsync at the end.
 //
@@ -94,6 +100,7 @@ class lmdb_shard_writer {
     check(mdb_env_set_mapsize(raw, map_size), "mdb_env_set_mapsize", "cannot set the map size");
     check(mdb_env_open(raw, dir.c_str(), MDB_NOLOCK | MDB_NOSYNC | MDB_WRITEMAP, 0644),
           "mdb_env_open", "cannot create the LMDB environment");
+    reserve(map_size);
     begin();
     check(mdb_dbi_open(txn_, nullptr, 0, &dbi_), "mdb_dbi_open", "cannot open the database");
   }
@@ -157,6 +164,21 @@ class lmdb_shard_writer {
 
  private:
   error_context context() const { return file_context(file_); }
+  // Backs every page of the map with disk blocks (see the header comment). LMDB has written only
+  // the two meta pages (with pwrite) and sized the file to the map (ftruncate) so far.
+  void reserve(std::size_t map_size) const {
+    int fd = -1;
+    check(mdb_env_get_fd(env_.get(), &fd), "mdb_env_get_fd", "cannot get the LMDB data file");
+    int rc = 0;
+    do {
+      rc = ::posix_fallocate(fd, 0, static_cast<off_t>(map_size));
+    } while (rc == EINTR);
+    if (rc != 0)
+      throw_errno("cannot reserve " + std::to_string(map_size) +
+                      " bytes of disk for the LMDB shard (its map: pack writes into it through "
+                      "memory and needs the space before it starts)",
+                  file_, "posix_fallocate", rc);
+  }
   void check(int rc, const char* api, const char* what) const {
     if (rc != MDB_SUCCESS) lmdb::throw_status(rc, api, what, context());
   }

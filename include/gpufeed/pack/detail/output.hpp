@@ -101,6 +101,49 @@ inline entry_kind classify(const fs::path& p, const std::string& prefix) {
   return entry_kind::foreign;
 }
 
+// An absolute, lexically normal form of p without a trailing separator.
+inline fs::path normal_absolute(const fs::path& p) {
+  std::error_code ec;
+  fs::path a = fs::absolute(p, ec);
+  if (ec) a = p;
+  a = a.lexically_normal();
+  if (a.filename().empty() && a.has_parent_path()) a = a.parent_path();
+  return a;
+}
+
+// config_error unless out_dir lies outside the input directory `in_dir` (both resolved through
+// symbolic links where they exist): packing a tree into itself would read its own output the next
+// time, and `force` would then delete inputs.
+inline void refuse_output_inside_input(const fs::path& in_dir, const fs::path& out_dir) {
+  std::error_code e1, e2;
+  const fs::path in = normal_absolute(fs::weakly_canonical(in_dir, e1));
+  const fs::path out = normal_absolute(fs::weakly_canonical(out_dir, e2));
+  if (!e1 && !e2 && lies_within(out, in))
+    throw config_error("the output directory '" + out_dir.string() +
+                           "' lies inside the input directory '" + in_dir.string() +
+                           "': pack would read its own output as input; choose an output "
+                           "directory outside the input",
+                       file_context(out_dir));
+}
+
+// config_error unless no input lies inside out_dir (checked before out_dir is touched: with
+// force, pack would otherwise delete an earlier pack's shards while listing them as inputs).
+inline void refuse_inputs_inside_output(const std::vector<fs::path>& inputs,
+                                        const fs::path& out_dir) {
+  std::error_code ec;
+  const fs::path out = normal_absolute(out_dir);
+  const fs::path out_real = normal_absolute(fs::weakly_canonical(out_dir, ec));
+  for (const fs::path& p : inputs) {
+    const fs::path a = normal_absolute(p);
+    if (lies_within(a, out) || (!ec && lies_within(a, out_real)))
+      throw config_error("input file '" + p.string() + "' lies inside the output directory '" +
+                             out_dir.string() +
+                             "' (an earlier pack's output listed as input?): pack would replace "
+                             "or delete it; choose an output directory outside the inputs",
+                         file_context(p));
+  }
+}
+
 // Makes out_dir ready: created when missing; an existing one must be empty, or — with force —
 // loses the shards (of this prefix), manifest and temporaries an earlier pack wrote. Anything
 // else there is left alone; an entry with one of pack's names that pack did not write (a

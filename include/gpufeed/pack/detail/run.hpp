@@ -143,6 +143,7 @@ inline pack_result pack(const std::vector<pack_input>& inputs, const std::filesy
   }
   const d::pack_plan plan = d::make_plan(std::move(sizes), o.shard_bytes, std::uint64_t{4} << 20,
                                          level > 0 ? o.chunk_bytes : 0);
+  d::refuse_inputs_inside_output(paths, out_dir);
   d::prepare_out_dir(out_dir, o.prefix, o.force);
 
   pack_result res;
