@@ -183,6 +183,22 @@ TEST_CASE("valid chunked and contiguous files, v1 and v2 object headers: read an
   }
 }
 
+TEST_CASE("a dataset behind an external link: its header is in the other file, not parsed") {
+  gpufeed::test::temp_dir dir("h5ext");
+  const auto target = dir / "target.h5";
+  write_chunked(target, false);
+  const auto linker = dir / "link.h5";
+  {
+    h5_file f(linker, true);
+    gpufeed::test::h5_check(H5Lcreate_external(target.c_str(), "/data", f.id(), "data",
+                                               H5P_DEFAULT, H5P_DEFAULT),
+                            "H5Lcreate_external");
+  }
+  // The address H5Oget_info gives is in target.h5: the precheck must not read link.h5 there.
+  h5_id fid(H5Fopen(linker.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose, "H5Fopen");
+  CHECK_FALSE(gpufeed::detail::hdf5::read_chunk_layout(fid, posix_file(linker), "data"));
+}
+
 TEST_CASE("a zero chunk dimension in a version 2 layout message: format_error (was SIGFPE)") {
   gpufeed::test::temp_dir dir("h5zero2");
   const auto path = dir / "z.h5";

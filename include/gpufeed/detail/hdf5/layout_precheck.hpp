@@ -195,9 +195,11 @@ class layout_reader {
 // Called under the library lock.
 inline std::optional<chunk_layout> read_chunk_layout(hid_t file_id, const posix_file& f,
                                                      const std::string& name) {
-  H5O_info_t info{};
+  H5O_info_t info{}, root{};
+  // An external link leads to an object of another file, whose header these bytes do not hold.
   if (H5Oget_info_by_name2(file_id, name.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0 ||
-      info.type != H5O_TYPE_DATASET) {
+      H5Oget_info2(file_id, &root, H5O_INFO_BASIC) < 0 || info.type != H5O_TYPE_DATASET ||
+      info.fileno != root.fileno) {
     take_error_stack();  // H5Dopen2 reports a missing dataset
     return std::nullopt;
   }
