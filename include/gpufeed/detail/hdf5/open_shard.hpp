@@ -23,6 +23,7 @@
 #include "gpufeed/detail/hdf5/chunk_index.hpp"
 #include "gpufeed/detail/hdf5/dtype.hpp"
 #include "gpufeed/detail/hdf5/index_driver.hpp"
+#include "gpufeed/detail/hdf5/layout_precheck.hpp"
 #include "gpufeed/detail/hdf5/library.hpp"
 #include "gpufeed/detail/hdf5/shard.hpp"
 #include "gpufeed/error.hpp"
@@ -37,7 +38,11 @@ inline std::uint64_t mul_checked(std::uint64_t a, std::uint64_t b, const std::st
   return r;
 }
 
-inline handle open_dataset(hid_t file_id, const std::string& name, const std::string& file) {
+// Opens dataset `name` after checking its layout message (precheck_layout: a zero chunk dimension
+// would crash libhdf5 inside H5Dopen2).
+inline handle open_dataset(hid_t file_id, const posix_file& f, const std::string& name) {
+  const std::string& file = f.path();
+  precheck_layout(file_id, f, name);
   hid_t id = H5Dopen2(file_id, name.c_str(), H5P_DEFAULT);
   if (id < 0)
     throw_hdf5<format_error>("dataset '" + name + "' not found (or not a dataset)", file,
@@ -119,9 +124,10 @@ inline std::uint64_t check_1d_integer(hid_t dset, const std::string& file, const
 }
 
 inline std::vector<std::int64_t> read_labels(hid_t file_id, const std::string& name,
-                                             std::uint64_t records, const std::string& file,
-                                             std::uint64_t file_size) {
-  handle d = open_dataset(file_id, name, file);
+                                             std::uint64_t records, const posix_file& f) {
+  const std::string& file = f.path();
+  const std::uint64_t file_size = f.size();
+  handle d = open_dataset(file_id, f, name);
   const std::uint64_t n = check_1d_integer(d.get(), file, name, false);
   if (n != records)
     format_fail("label dataset '" + name + "' has " + std::to_string(n) + " entries for " +
@@ -182,7 +188,7 @@ inline shard_index open_shard(const std::filesystem::path& p, const hdf5_options
   handle fid =
       checked<format_error>(H5Fopen(file.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose, "H5Fopen",
                             "cannot open the HDF5 file (truncated or damaged?)", file);
-  handle dset = open_dataset(fid.get(), req.dataset, file);
+  handle dset = open_dataset(fid.get(), s.file, req.dataset);
   const std::string what = "dataset '" + req.dataset + "'";
   const auto dims = dataset_dims(dset.get(), file, req.dataset);
   handle ftype = checked(H5Dget_type(dset.get()), H5Tclose, "H5Dget_type", "no datatype", file);
@@ -197,10 +203,10 @@ inline shard_index open_shard(const std::filesystem::path& p, const hdf5_options
   const bool bytes_1d = s.rank == 1 && dt.name == "uint8";
   handle offs;
   if (req.layout == hdf5_options::layout_kind::blob) {
-    offs = open_dataset(fid.get(), offsets_name, file);
+    offs = open_dataset(fid.get(), s.file, offsets_name);
   } else if (req.layout == hdf5_options::layout_kind::automatic && bytes_1d &&
              H5Lexists(fid.get(), offsets_name.c_str(), H5P_DEFAULT) > 0) {
-    offs = open_dataset(fid.get(), offsets_name, file);
+    offs = open_dataset(fid.get(), s.file, offsets_name);
   }
   rethrow_driver_fault(file, "cannot look up '" + offsets_name + "'");
   take_error_stack();  // H5Lexists may leave entries for missing groups
@@ -227,7 +233,7 @@ inline shard_index open_shard(const std::filesystem::path& p, const hdf5_options
   }
   check_declared(s.max_record, s.file.size(), file, req.dataset, "a record");
   if (!req.label_dataset.empty())
-    s.labels = read_labels(fid.get(), req.label_dataset, s.records, file, s.file.size());
+    s.labels = read_labels(fid.get(), req.label_dataset, s.records, s.file);
 
   hdf5_shard_info& desc = s.description;
   desc.path = p;
