@@ -10,11 +10,13 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpufeed/hdf5_source.hpp"
 #include "gpufeed/loader.hpp"
 #include "h5_writer.hpp"
+#include "expect_error.hpp"
 #include "test_util.hpp"
 
 using namespace gpufeed;
@@ -24,22 +26,10 @@ using gpufeed::test::h5_file;
 namespace {
 template <class F>
 std::string format_error_of(F&& f) {
-  try {
-    f();
-  } catch (const format_error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    const std::string m = std::string("wrong exception type: ") + e.what();
-    FAIL_CHECK(m);
-    return {};
-  }
-  FAIL_CHECK("no exception thrown");
-  return {};
+  return gpufeed::test::error_of<format_error>(std::forward<F>(f));
 }
 
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using gpufeed::test::has;
 }  // namespace
 
 TEST_CASE("blob offsets declaring 2^40 entries: format_error naming file and dataset") {

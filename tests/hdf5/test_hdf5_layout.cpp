@@ -12,11 +12,13 @@
 #include <iterator>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpufeed/detail/hdf5/layout_precheck.hpp"
 #include "gpufeed/hdf5_source.hpp"
 #include "h5_writer.hpp"
+#include "expect_error.hpp"
 #include "test_util.hpp"
 
 using namespace gpufeed;
@@ -27,23 +29,11 @@ using gpufeed::test::h5_file;
 using gpufeed::test::h5_id;
 
 namespace {
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using gpufeed::test::has;
 
 template <class F>
 std::string format_error_of(F&& f) {
-  try {
-    f();
-  } catch (const format_error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    const std::string m = std::string("wrong exception type: ") + e.what();
-    FAIL_CHECK(m);
-    return {};
-  }
-  FAIL_CHECK("no exception thrown");
-  return {};
+  return gpufeed::test::error_of<format_error>(std::forward<F>(f));
 }
 
 struct header_facts {
