@@ -58,6 +58,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <string>
@@ -67,6 +68,7 @@
 #include "gpufeed/detail/hdf5/open_shard.hpp"
 #include "gpufeed/detail/hdf5/record_reader.hpp"
 #include "gpufeed/detail/hdf5/source_state.hpp"
+#include "gpufeed/detail/shard_paths.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/hdf5_options.hpp"
 
@@ -76,8 +78,20 @@ namespace gpufeed {
 // readers refer to the source, which must outlive them.
 class hdf5_source {
  public:
+  // Shards, in record order, as users write them: one path or name, a braced list of names
+  // (`hdf5_source({"train-00000.h5", "train-00001.h5"})`; const char*, std::string and path
+  // mixed), or any range of path-like values (std::vector<std::string>, std::vector<path>, ...).
+  // config_error when the list is empty.
   explicit hdf5_source(const std::filesystem::path& shard, hdf5_options options = {})
       : hdf5_source(std::vector<std::filesystem::path>{shard}, std::move(options)) {}
+
+  explicit hdf5_source(std::initializer_list<std::filesystem::path> shards,
+                       hdf5_options options = {})
+      : hdf5_source(std::vector<std::filesystem::path>(shards), std::move(options)) {}
+
+  template <detail::shard_path_range R>
+  explicit hdf5_source(R&& shards, hdf5_options options = {})
+      : hdf5_source(detail::to_shard_paths(std::forward<R>(shards)), std::move(options)) {}
 
   explicit hdf5_source(std::vector<std::filesystem::path> shards, hdf5_options options = {})
       : state_(std::make_unique<detail::hdf5::source_state>(shards, options)) {
