@@ -144,6 +144,8 @@ class hdf5_source {
   // from make_reader() keep a decoded-chunk cache and are the fast path for compressed shards.
   void read(std::uint64_t i, std::span<std::byte> dst) const;
 
+  // True when labels were read: hdf5_options::label_dataset says which dataset (by default the
+  // one `gpufeed pack --labels` writes, when the shards hold it).
   [[nodiscard]] bool has_labels() const noexcept { return state_ && state_->labels; }
 
   // Label of record i, widened to int64. config_error without labels or out of range.
@@ -152,7 +154,10 @@ class hdf5_source {
     if (!state_->labels) {
       error_context ctx;
       ctx.record = i;
-      throw config_error("this hdf5_source has no labels (set hdf5_options::label_dataset)",
+      throw config_error(std::string("this hdf5_source has no labels: its shards hold no '") +
+                             pack_label_dataset +
+                             "' dataset (write one with `gpufeed pack --labels`, or name the "
+                             "shards' label dataset in hdf5_options::label_dataset)",
                          std::move(ctx));
     }
     return state_->shards[k].labels[static_cast<std::size_t>(i - state_->first[k])];

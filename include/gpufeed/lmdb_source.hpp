@@ -157,7 +157,9 @@ class lmdb_source {
     if (!state_->records.datum()) {
       error_context c;
       c.record = i;
-      throw config_error("this LMDB source has no labels (raw values)", std::move(c));
+      throw config_error("this lmdb_source has no labels: raw values carry none (open Caffe "
+                         "Datum shards with lmdb_options::format = value_format::datum)",
+                         std::move(c));
     }
     return state_->records.entry(i).label;
   }
