@@ -7,7 +7,8 @@
 //          entries: record i is data[offsets[i] .. offsets[i+1]). Offsets must start at 0, never
 //          decrease and end at the data length (checked at open).
 // Several shards form one record space in the order given; they must share layout, dtype and
-// row shape. An optional 1-D integer label dataset has one entry per record.
+// row shape. A 1-D integer label dataset, one entry per record, is read when the shards hold the
+// `labels` dataset `gpufeed pack --labels` writes, or the one hdf5_options::label_dataset names.
 //
 // Read paths (hdf5_shard_info::read_path says which one each shard takes, and why it falls back).
 // Debian's libhdf5 is built thread-safe, which means one global lock around every call: 8
