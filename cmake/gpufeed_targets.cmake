@@ -24,6 +24,8 @@ if(NOT GPUFEED_ENABLE_CUDA STREQUAL "OFF")
     add_library(gpufeed::cuda ALIAS gpufeed_cuda)
     set_target_properties(gpufeed_cuda PROPERTIES EXPORT_NAME cuda)
     target_link_libraries(gpufeed_cuda INTERFACE gpufeed CUDA::cudart CUDA::nvtx3 CCCL::CCCL)
+    # Tells portable headers (gpufeed/target_choice.hpp) that the CUDA component is linked.
+    target_compile_definitions(gpufeed_cuda INTERFACE GPUFEED_HAS_CUDA)
     list(APPEND GPUFEED_COMPONENTS cuda)
   elseif(GPUFEED_ENABLE_CUDA STREQUAL "ON")
     message(FATAL_ERROR "GPUFEED_ENABLE_CUDA=ON but the CUDA Toolkit (with CCCL) was not found: "

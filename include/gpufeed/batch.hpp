@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "gpufeed/batch_view.hpp"
+#include "gpufeed/error.hpp"
 #include "gpufeed/loader_config.hpp"
 
 namespace gpufeed {
@@ -93,8 +94,12 @@ class batch {
   [[nodiscard]] std::span<const std::uint64_t> offsets() const noexcept {
     return {view_.offsets, view_.records + 1};
   }
-  [[nodiscard]] std::span<const std::int64_t> labels() const noexcept {
-    return {view_.labels, view_.labels ? view_.records : 0};
+  // Labels, one per record: config_error when the loader's source has none (has_labels() false)
+  // rather than an empty span a kernel would read as a null pointer.
+  [[nodiscard]] bool has_labels() const noexcept { return view_.labels != nullptr; }
+  [[nodiscard]] std::span<const std::int64_t> labels() const {
+    if (!view_.labels) no_labels();
+    return {view_.labels, view_.records};
   }
   [[nodiscard]] std::span<const std::uint64_t> indices() const noexcept {
     return {view_.indices, view_.records};
@@ -112,8 +117,9 @@ class batch {
   [[nodiscard]] std::span<const std::uint64_t> host_offsets() const noexcept {
     return {host_.offsets, view_.records + 1};
   }
-  [[nodiscard]] std::span<const std::int64_t> host_labels() const noexcept {
-    return {host_.labels, host_.labels ? view_.records : 0};
+  [[nodiscard]] std::span<const std::int64_t> host_labels() const {
+    if (!host_.labels) no_labels();
+    return {host_.labels, view_.records};
   }
   [[nodiscard]] std::span<const std::uint64_t> host_indices() const noexcept {
     return {host_.indices, view_.records};
@@ -132,6 +138,13 @@ class batch {
   }
 
  private:
+  [[noreturn]] static void no_labels() {
+    throw config_error(
+        "this batch has no labels: the loader's source has none (hdf5_source reads the 'labels' "
+        "dataset `gpufeed pack --labels` writes, or the one named in hdf5_options::label_dataset; "
+        "lmdb_source needs lmdb_options::value_format::datum); check batch::has_labels()");
+  }
+
   std::shared_ptr<detail::batch_owner> owner_;
   std::size_t ticket_ = 0;
   stream_handle consumer_ = nullptr;

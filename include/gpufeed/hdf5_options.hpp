@@ -5,14 +5,25 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace gpufeed {
 
+// The label dataset `gpufeed pack --labels` writes (int64, one entry per record).
+inline constexpr const char* pack_label_dataset = "labels";
+
 struct hdf5_options {
   std::string dataset = "data";  // fixed-shape dataset: record = one row along dimension 0
-  std::string label_dataset;     // optional 1-D integer dataset, one entry per record
+  // Labels: a 1-D integer dataset (any integer type, widened to int64), one entry per record.
+  //   unset (default)  pack_label_dataset ("labels") when the first shard holds it, and then
+  //                    every shard must (format_error naming the one that does not); no labels
+  //                    when the first shard has none
+  //   "name"           that dataset, required in every shard (format_error when one lacks it)
+  //   "" (empty)       no labels, even when the shards hold them
+  // hdf5_shard_info::label_dataset says what was read.
+  std::optional<std::string> label_dataset;
   enum class layout_kind { automatic, fixed, blob };
   // automatic: blob when `dataset` is 1-D uint8 and an "offsets" dataset sits beside it
   // (record i = data[offsets[i] .. offsets[i+1])); otherwise fixed.
@@ -48,6 +59,7 @@ struct hdf5_shard_info {
   hdf5_read_path read_path = hdf5_read_path::pread_raw;
   std::string fallback_reason;   // why h5dread_fallback, else empty
   std::uint64_t data_bytes = 0;  // decoded bytes of all records in this shard
+  std::string label_dataset;     // the label dataset read from this shard, empty when none
 };
 
 }  // namespace gpufeed

@@ -7,7 +7,8 @@
 //          entries: record i is data[offsets[i] .. offsets[i+1]). Offsets must start at 0, never
 //          decrease and end at the data length (checked at open).
 // Several shards form one record space in the order given; they must share layout, dtype and
-// row shape. An optional 1-D integer label dataset has one entry per record.
+// row shape. A 1-D integer label dataset, one entry per record, is read when the shards hold the
+// `labels` dataset `gpufeed pack --labels` writes, or the one hdf5_options::label_dataset names.
 //
 // Read paths (hdf5_shard_info::read_path says which one each shard takes, and why it falls back).
 // Debian's libhdf5 is built thread-safe, which means one global lock around every call: 8
@@ -58,6 +59,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <string>
@@ -67,6 +69,7 @@
 #include "gpufeed/detail/hdf5/open_shard.hpp"
 #include "gpufeed/detail/hdf5/record_reader.hpp"
 #include "gpufeed/detail/hdf5/source_state.hpp"
+#include "gpufeed/detail/shard_paths.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/hdf5_options.hpp"
 
@@ -76,8 +79,20 @@ namespace gpufeed {
 // readers refer to the source, which must outlive them.
 class hdf5_source {
  public:
+  // Shards, in record order, as users write them: one path or name, a braced list of names
+  // (`hdf5_source({"train-00000.h5", "train-00001.h5"})`; const char*, std::string and path
+  // mixed), or any range of path-like values (std::vector<std::string>, std::vector<path>, ...).
+  // config_error when the list is empty.
   explicit hdf5_source(const std::filesystem::path& shard, hdf5_options options = {})
       : hdf5_source(std::vector<std::filesystem::path>{shard}, std::move(options)) {}
+
+  explicit hdf5_source(std::initializer_list<std::filesystem::path> shards,
+                       hdf5_options options = {})
+      : hdf5_source(std::vector<std::filesystem::path>(shards), std::move(options)) {}
+
+  template <detail::shard_path_range R>
+  explicit hdf5_source(R&& shards, hdf5_options options = {})
+      : hdf5_source(detail::to_shard_paths(std::forward<R>(shards)), std::move(options)) {}
 
   explicit hdf5_source(std::vector<std::filesystem::path> shards, hdf5_options options = {})
       : state_(std::make_unique<detail::hdf5::source_state>(shards, options)) {
@@ -130,6 +145,8 @@ class hdf5_source {
   // from make_reader() keep a decoded-chunk cache and are the fast path for compressed shards.
   void read(std::uint64_t i, std::span<std::byte> dst) const;
 
+  // True when labels were read: hdf5_options::label_dataset says which dataset (by default the
+  // one `gpufeed pack --labels` writes, when the shards hold it).
   [[nodiscard]] bool has_labels() const noexcept { return state_ && state_->labels; }
 
   // Label of record i, widened to int64. config_error without labels or out of range.
@@ -138,7 +155,10 @@ class hdf5_source {
     if (!state_->labels) {
       error_context ctx;
       ctx.record = i;
-      throw config_error("this hdf5_source has no labels (set hdf5_options::label_dataset)",
+      throw config_error(std::string("this hdf5_source has no labels: its shards hold no '") +
+                             pack_label_dataset +
+                             "' dataset (write one with `gpufeed pack --labels`, or name the "
+                             "shards' label dataset in hdf5_options::label_dataset)",
                          std::move(ctx));
     }
     return state_->shards[k].labels[static_cast<std::size_t>(i - state_->first[k])];

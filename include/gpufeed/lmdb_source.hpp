@@ -53,6 +53,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <string>
@@ -61,6 +62,7 @@
 
 #include "gpufeed/detail/lmdb/catalog.hpp"
 #include "gpufeed/detail/lmdb/reading.hpp"
+#include "gpufeed/detail/shard_paths.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed {
@@ -95,8 +97,20 @@ struct source_state {
 
 class lmdb_source {
  public:
+  // Shards, in record order, as users write them: one path or name, a braced list of names
+  // (`lmdb_source({"train-0", "train-1"})`; const char*, std::string and path mixed), or any
+  // range of path-like values (std::vector<std::string>, std::vector<path>, ...). config_error
+  // when the list is empty.
   explicit lmdb_source(const std::filesystem::path& shard_dir, lmdb_options options = {})
       : lmdb_source(std::vector<std::filesystem::path>{shard_dir}, options) {}
+
+  explicit lmdb_source(std::initializer_list<std::filesystem::path> shard_dirs,
+                       lmdb_options options = {})
+      : lmdb_source(std::vector<std::filesystem::path>(shard_dirs), options) {}
+
+  template <detail::shard_path_range R>
+  explicit lmdb_source(R&& shard_dirs, lmdb_options options = {})
+      : lmdb_source(detail::to_shard_paths(std::forward<R>(shard_dirs)), options) {}
 
   explicit lmdb_source(std::vector<std::filesystem::path> shard_dirs, lmdb_options options = {}) {
     if (shard_dirs.empty()) throw config_error("lmdb_source needs at least one shard");
@@ -143,7 +157,9 @@ class lmdb_source {
     if (!state_->records.datum()) {
       error_context c;
       c.record = i;
-      throw config_error("this LMDB source has no labels (raw values)", std::move(c));
+      throw config_error("this lmdb_source has no labels: raw values carry none (open Caffe "
+                         "Datum shards with lmdb_options::format = value_format::datum)",
+                         std::move(c));
     }
     return state_->records.entry(i).label;
   }

@@ -6,6 +6,7 @@
 #include "gpufeed/cuda/check.hpp"
 #include "gpufeed/cuda/device.hpp"
 #include "gpufeed/cuda/nvtx.hpp"
+#include "gpufeed/target_choice.hpp"
 
 using namespace gpufeed;
 
@@ -66,4 +67,18 @@ TEST_CASE("NVTX ranges are harmless without a tool attached") {
   cuda::name_current_thread("gpufeed test");
   cuda::nvtx_range outer("outer");
   { cuda::nvtx_range inner("inner", 0xffff0000u); }
+}
+
+TEST_CASE("gpufeed::device_or_host with the CUDA component is cuda::device_or_host") {
+  static_assert(gpufeed::built_with_cuda);
+  std::string why, cuda_why;
+  const gpufeed::target t = gpufeed::device_or_host(0, &why);
+  const gpufeed::target c = gpufeed::cuda::device_or_host(0, &cuda_why);
+  CHECK(t.is_host() == c.is_host());
+  CHECK(t.name() == c.name());
+  CHECK(why == cuda_why);
+  if (t.is_host()) {
+    CHECK_FALSE(why.empty());
+    CHECK(why != gpufeed::built_without_cuda);
+  }
 }

@@ -166,12 +166,10 @@ void run_inspect(const inspect_args& a) {
       // The source first: its errors say best what is wrong with a damaged file.
       hdf5_options ho;
       ho.dataset = a.dataset;
+      // pack's labels belong to its "data" dataset: read (and so checked) only with it.
+      if (a.dataset != "data") ho.label_dataset = "";
       hdf5_source src(p, ho);
       const hdf5_shard_extras x = read_hdf5_extras(p, !a.checksums);
-      if (x.has_labels && a.dataset == "data") {  // pack's labels: opened with them, checked
-        ho.label_dataset = "labels";
-        src = hdf5_source(p, ho);
-      }
       shards.push_back({p, std::move(src), x, first});
     }
     first += std::visit([](const auto& s) { return s.size(); }, shards.back().source);

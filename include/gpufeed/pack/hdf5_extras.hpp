@@ -10,8 +10,8 @@
 
 namespace gpufeed {
 
-// What pack stores beside an HDF5 shard's records: whether the shard has a `labels` dataset (give
-// hdf5_options::label_dataset = "labels" to read them) and its record names (names/, read only
+// What pack stores beside an HDF5 shard's records: whether the shard has a `labels` dataset (hdf5_source
+// reads it by default) and its record names (names/, read only
 // when read_names). Shards pack did not write have neither. format_error when `shard` is not
 // HDF5; errors of reading names/ propagate as hdf5_source reports them.
 struct hdf5_shard_extras {

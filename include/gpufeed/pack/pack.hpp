@@ -4,9 +4,7 @@
 //   gpufeed::pack_options o;
 //   o.label_names = gpufeed::directory_labels("images/");     // recorded in the manifest
 //   gpufeed::pack_result r = gpufeed::pack(inputs, "shards/", o);
-//   gpufeed::hdf5_options h;
-//   h.label_dataset = "labels";
-//   gpufeed::hdf5_source src(r.shards, h);
+//   gpufeed::hdf5_source src(r.shards);  // reads the shards' `labels` dataset by default
 //
 // Formats: the writers a program has come from the CMake components it links. gpufeed::pack_hdf5
 // writes (and verifies) HDF5 shards and needs only the hdf5 component; gpufeed::pack_lmdb writes

@@ -232,13 +232,20 @@ inline shard_index open_shard(const std::filesystem::path& p, const hdf5_options
     s.row_bytes = s.max_record = static_cast<std::size_t>(row);
   }
   check_declared(s.max_record, s.file.size(), file, req.dataset, "a record");
-  if (!req.label_dataset.empty())
-    s.labels = read_labels(fid.get(), req.label_dataset, s.records, s.file);
+  // Labels: the dataset named, none for "", and when unset the one pack writes if it is there.
+  std::string labels_name = req.label_dataset.value_or(std::string());
+  if (!req.label_dataset && H5Lexists(fid.get(), pack_label_dataset, H5P_DEFAULT) > 0)
+    labels_name = pack_label_dataset;
+  rethrow_driver_fault(file, std::string("cannot look up '") + pack_label_dataset + "'");
+  take_error_stack();
+  if (!labels_name.empty())
+    s.labels = read_labels(fid.get(), labels_name, s.records, s.file);
 
   hdf5_shard_info& desc = s.description;
   desc.path = p;
   desc.records = s.records;
   desc.layout = s.blob ? "blob" : "fixed";
+  desc.label_dataset = labels_name;
   desc.dtype = dt.name;
   desc.shape = dims;
   desc.data_bytes = s.blob ? dims[0] : mul_checked(s.row_bytes, s.records, file);

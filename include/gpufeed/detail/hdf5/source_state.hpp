@@ -70,6 +70,15 @@ struct source_state {
                                ", or a different row shape)",
                            file_context(s.path));
       }
+      // Labels left unset are read where the shards hold pack's dataset: all of them or none.
+      if (d.label_dataset != d0.label_dataset) {
+        const bool here = !d.label_dataset.empty();
+        throw format_error(std::string("shard ") + (here ? "has a '" : "has no '") +
+                               pack_label_dataset + "' dataset and the first shard '" + s0.path +
+                               "' " + (here ? "has none" : "has one") +
+                               " (set hdf5_options::label_dataset = \"\" to read no labels)",
+                           file_context(s.path));
+      }
       shards.back().description.first_record = first.back();
       first.push_back(first.back() + s.records);
       key_base.push_back(key_base.back() + (s.kind == read_kind::chunked ? s.grid.chunk_count : 0));
@@ -94,7 +103,7 @@ struct source_state {
                          file_context(shards.front().path));
     }
     fixed_record = shards.front().blob ? 0 : shards.front().row_bytes;
-    labels = !req.label_dataset.empty();
+    labels = !shards.front().description.label_dataset.empty();
   }
 };
 

@@ -75,7 +75,7 @@ inline read_back read_shard(const std::filesystem::path& shard, bool lmdb, bool 
 #if defined(GPUFEED_PACK_HDF5)
   if (!lmdb) {
     hdf5_options o;
-    if (labels) o.label_dataset = "labels";
+    o.label_dataset = labels ? pack_label_dataset : "";
     return read_all(hdf5_source(shard, o), threads);
   }
 #endif

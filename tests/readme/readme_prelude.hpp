@@ -1,0 +1,25 @@
+// What README.md's C++ blocks leave to the reader: the consumer's stream and kernel, its launch
+// shape, and the standard headers the telemetry line uses.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <thread>
+
+#include "gpufeed/batch_view.hpp"
+#include "gpufeed/verdict.hpp"
+
+namespace readme_prelude {
+
+inline gpufeed::stream_handle my_stream = nullptr;
+#if defined(__CUDACC__)
+inline dim3 grid, block;
+__global__ inline void step(std::byte*, const std::uint64_t*, const std::int64_t*, std::size_t) {}
+#else
+inline int grid = 1, block = 1;  // unused by the host version of the launch
+inline void step(std::byte*, const std::uint64_t*, const std::int64_t*, std::size_t) {}
+#endif
+
+}  // namespace readme_prelude
