@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "fault_control.hpp"
+#include "fault_loader.hpp"
 #include "gpufeed/hdf5_source.hpp"
 #include "gpufeed/loader.hpp"
 #include "h5_writer.hpp"
@@ -156,18 +157,6 @@ TEST_CASE("one EIO on the fallback path: that record fails, the records after it
   }
 }
 
-namespace {
-loader_config config(error_policy policy) {
-  loader_config c;
-  c.batch_size = 16;
-  c.order = sample_order::sequential;
-  c.part = partition{};
-  c.epochs = 1;
-  c.workers = 2;
-  c.on_error = policy;
-  return c;
-}
-}  // namespace
 
 TEST_CASE("EIO and early EOF every 7th read, under every error policy: exact set, exact bytes") {
   gpufeed::test::fault_control fc;
@@ -183,7 +172,7 @@ TEST_CASE("EIO and early EOF every 7th read, under every error policy: exact set
         fc.watch(p);
         hdf5_source src(p);
         fc.arm(p, mode, 2, 7);
-        loader<hdf5_source> l(src, config(policy));
+        loader<hdf5_source> l(src, gpufeed::test::fault_loader_config(policy));
         std::map<std::uint64_t, int> delivered, reported;
         std::size_t bad = 0, thrown = 0;
         for (;;) {

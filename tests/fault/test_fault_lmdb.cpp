@@ -10,6 +10,7 @@
 #include <string>
 
 #include "fault_control.hpp"
+#include "fault_loader.hpp"
 #include "gpufeed/lmdb_source.hpp"
 #include "gpufeed/loader.hpp"
 #include "lmdb_test_util.hpp"
@@ -64,13 +65,7 @@ TEST_CASE("LMDB: records read with faults armed are exact under every error poli
     fc.watch(p.string());
     lmdb_source src(p);
     fc.arm(p.string(), "eio", 0, 3);
-    loader_config c;
-    c.batch_size = 16;
-    c.order = sample_order::sequential;
-    c.part = partition{};
-    c.epochs = 1;
-    c.workers = 2;
-    c.on_error = policy;
+    const loader_config c = gpufeed::test::fault_loader_config(policy);
     loader<lmdb_source> l(src, c);
     std::map<std::uint64_t, int> seen;
     while (auto b = l.next()) {
