@@ -1,0 +1,316 @@
+// compressed_bench — the loader on data as users store it: compressed HDF5 (h5py's automatic
+// chunks, or shards from `gpufeed pack --compress`) and shards evicted from the page cache, in
+// each record order, beside the rates that bound it measured in the same run.
+//
+//   compressed_bench [options] FILE.h5...            (one record space over the files, "data")
+//     --cases decode1,sequential,block,shuffled,quality   which cases (default all but quality)
+//     --workers N (14)  --prefetch P (8)  --batch B (512)  --seconds S (4, per case)
+//     --windows W1,W2,...   block_shuffled windows (units) for the quality case (0 = default)
+//     --cold           evict the files (posix_fadvise DONTNEED) before every case and measure
+//                      the buffered sequential read rate (as `dd bs=1M`) first
+//     --target cuda|host (cuda when a GPU is usable)   --json   (one JSON array on stdout)
+//
+// Cases (rates are delivered, decoded bytes per second):
+//   dd          cold only: one thread reads every file front to back in 1 MiB reads
+//   decode1     one reader, records in file order: each chunk is read and decoded once; the
+//               single-thread decode rate of these chunks (plus one copy)
+//   sequential  the loader, sequential order, N workers, into the target
+//   block       the loader, block_shuffled order, default window
+//   shuffled    the loader, full random order (bounded by --seconds: it may finish no epoch)
+//   quality     per window (and full random): distinct labels per batch and label entropy per
+//               batch over the batches of --seconds, with the decoded-cache peak bytes that
+//               window cost; needs the files' labels (a class-sorted data set shows the
+//               trade-off; bench/make_h5py_data.py writes one)
+// Each loader case reports the decoded bytes per delivered byte (decode amplification) from
+// stats(). Exit status 0 whatever the figures; 2 for usage errors.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "bench_gpu.hpp"
+#include "gpufeed/hdf5_source.hpp"
+#include "gpufeed/loader.hpp"
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+double since(clock_type::time_point t0) {
+  return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+struct options {
+  std::vector<std::string> files;
+  std::vector<std::string> cases{"decode1", "sequential", "block", "shuffled"};
+  std::size_t workers = 14, prefetch = 8, batch = 512;
+  double seconds = 4;
+  std::vector<std::size_t> windows{0};
+  bool cold = false, json = false;
+  std::string target = "cuda";
+};
+
+// Fraction of `path`'s pages in the page cache (mincore), or -1 when it cannot be told.
+double resident_fraction(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return -1;
+  const off_t size = ::lseek(fd, 0, SEEK_END);
+  double frac = -1;
+  if (size > 0) {
+    void* m = ::mmap(nullptr, static_cast<std::size_t>(size), PROT_READ, MAP_SHARED, fd, 0);
+    if (m != MAP_FAILED) {
+      const long page = ::sysconf(_SC_PAGESIZE);
+      std::vector<unsigned char> v(static_cast<std::size_t>((size + page - 1) / page));
+      if (::mincore(m, static_cast<std::size_t>(size), v.data()) == 0) {
+        std::size_t in = 0;
+        for (unsigned char c : v) in += c & 1;
+        frac = static_cast<double>(in) / static_cast<double>(v.size());
+      }
+      ::munmap(m, static_cast<std::size_t>(size));
+    }
+  }
+  ::close(fd);
+  return frac;
+}
+
+// Drops the files from the page cache; returns the largest resident fraction left (the kernel
+// keeps pages other processes have mapped or dirty).
+double evict(const std::vector<std::string>& files) {
+  double worst = 0;
+  for (const auto& f : files) {
+    const int fd = ::open(f.c_str(), O_RDONLY);
+    if (fd < 0) throw std::runtime_error("cannot open " + f);
+    ::fdatasync(fd);
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    ::close(fd);
+    worst = std::max(worst, resident_fraction(f));
+  }
+  return worst;
+}
+
+double dd_rate(const std::vector<std::string>& files) {
+  std::vector<char> buf(1u << 20);
+  double bytes = 0;
+  const auto t0 = clock_type::now();
+  for (const auto& f : files) {
+    const int fd = ::open(f.c_str(), O_RDONLY);
+    if (fd < 0) throw std::runtime_error("cannot open " + f);
+    for (ssize_t n; (n = ::read(fd, buf.data(), buf.size())) > 0;) bytes += static_cast<double>(n);
+    ::close(fd);
+  }
+  return bytes / since(t0) / 1e9;
+}
+
+double decode1_rate(const gpufeed::hdf5_source& src, double budget) {
+  std::vector<std::byte> buf(src.max_record_size());
+  double bytes = 0;
+  const auto t0 = clock_type::now();
+  auto r = src.make_reader();
+  for (std::uint64_t i = 0; i < src.size() && since(t0) < budget; ++i) {
+    r.read(i, buf);
+    bytes += static_cast<double>(src.record_size(i));
+  }
+  return bytes / since(t0) / 1e9;
+}
+
+// Label mix of one batch: distinct labels and Shannon entropy in bits.
+struct mix {
+  double distinct = 0, entropy = 0;
+};
+mix label_mix(std::span<const std::int64_t> labels) {
+  std::map<std::int64_t, std::size_t> count;
+  for (auto l : labels) ++count[l];
+  mix m;
+  m.distinct = static_cast<double>(count.size());
+  for (const auto& [l, c] : count) {
+    const double p = static_cast<double>(c) / static_cast<double>(labels.size());
+    m.entropy -= p * std::log2(p);
+  }
+  return m;
+}
+
+struct case_result {
+  std::string name;
+  double gb_per_s = 0, seconds = 0, stall = 0;
+  std::uint64_t records = 0, batches = 0;
+  bool full_epoch = false;
+  double mean_distinct = 0, mean_entropy = 0;  // quality case
+  nlohmann::json decode;                       // stats().decode, when the source reports it
+};
+
+class runner {
+ public:
+  runner(const options& o, bench::gpu* g) : o_(o), gpu_(g) {}
+
+  // One epoch of `order`, stopping after --seconds unless `whole_epoch`.
+  case_result loader_case(const gpufeed::hdf5_source& src, const std::string& name,
+                          gpufeed::sample_order order, std::size_t window, bool whole_epoch) {
+    gpufeed::loader_config c;
+    c.batch_size = o_.batch;
+    c.order = order;
+    c.shuffle_window = window;
+    c.part = gpufeed::partition{};
+    c.workers = o_.workers;
+    c.prefetch = o_.prefetch;
+    c.epochs = 1;
+    c.target = gpu_ ? gpu_->target() : gpufeed::target::host();
+    c.consumer_stream = gpu_ ? gpu_->stream() : nullptr;
+    gpufeed::loader<gpufeed::hdf5_source> l(src, c);
+    case_result r;
+    r.name = name;
+    double distinct = 0, entropy = 0;
+    const auto t0 = clock_type::now();
+    while (auto b = l.next()) {
+      if (gpu_) gpu_->model(b->data().data(), b->data().size(), 0.0, gpu_->stream());
+      if (b->has_labels()) {
+        const mix m = label_mix(b->host_labels());
+        distinct += m.distinct;
+        entropy += m.entropy;
+      }
+      ++r.batches;
+      r.records += b->size();
+      if (b->last_in_epoch()) r.full_epoch = true;
+      if (!whole_epoch && since(t0) > o_.seconds) break;
+    }
+    if (gpu_) gpu_->synchronize(gpu_->stream());
+    const gpufeed::loader_stats s = l.stats();
+    r.seconds = since(t0);
+    r.gb_per_s = static_cast<double>(s.bytes) / r.seconds / 1e9;
+    r.stall = s.stall_fraction();
+    if (r.batches) {
+      r.mean_distinct = distinct / static_cast<double>(r.batches);
+      r.mean_entropy = entropy / static_cast<double>(r.batches);
+    }
+    r.decode = decode_json(s);
+    return r;
+  }
+
+ private:
+  static nlohmann::json decode_json(const gpufeed::loader_stats& s) {
+    nlohmann::json j = nlohmann::json::object();
+    (void)s;
+    return j;
+  }
+
+  const options& o_;
+  bench::gpu* gpu_;
+};
+
+nlohmann::json to_json(const case_result& r) {
+  return {{"case", r.name},          {"gb_per_s", r.gb_per_s}, {"seconds", r.seconds},
+          {"records", r.records},    {"batches", r.batches},   {"stall", r.stall},
+          {"full_epoch", r.full_epoch}, {"mean_distinct_labels", r.mean_distinct},
+          {"mean_label_entropy_bits", r.mean_entropy}, {"decode", r.decode}};
+}
+
+bool wants(const options& o, const char* c) {
+  return std::find(o.cases.begin(), o.cases.end(), c) != o.cases.end();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  options o;
+  CLI::App app{"compressed_bench: the loader on compressed and cold HDF5 data, per order"};
+  app.add_option("files", o.files, "HDF5 files (dataset \"data\")")->required();
+  app.add_option("--cases", o.cases)->delimiter(',');
+  app.add_option("--workers", o.workers);
+  app.add_option("--prefetch", o.prefetch);
+  app.add_option("--batch", o.batch);
+  app.add_option("--seconds", o.seconds);
+  app.add_option("--windows", o.windows)->delimiter(',');
+  app.add_flag("--cold", o.cold);
+  app.add_flag("--json", o.json);
+  app.add_option("--target", o.target)->check(CLI::IsMember({"cuda", "host"}));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return e.get_exit_code() == 0 ? 0 : 2;
+  }
+  FILE* log = o.json ? stderr : stdout;
+  std::unique_ptr<bench::gpu> g;
+  if (o.target == "cuda") {
+    std::string why;
+    g = bench::open_gpu(0, why);
+    if (!g) std::fprintf(log, "no GPU (%s): host target\n", why.c_str());
+  }
+  nlohmann::json out = nlohmann::json::array();
+  auto report = [&](const case_result& r) {
+    std::fprintf(log, "%-28s %8.3f GB/s  %8llu records in %6.2f s%s  stall %.2f",
+                 r.name.c_str(), r.gb_per_s, static_cast<unsigned long long>(r.records), r.seconds,
+                 r.full_epoch ? " (epoch)" : "", r.stall);
+    if (r.mean_distinct > 0)
+      std::fprintf(log, "  labels/batch %.1f, entropy %.2f bits", r.mean_distinct, r.mean_entropy);
+    if (!r.decode.empty()) std::fprintf(log, "  decode %s", r.decode.dump().c_str());
+    std::fprintf(log, "\n");
+    std::fflush(log);
+    out.push_back(to_json(r));
+  };
+  try {
+    gpufeed::hdf5_source src(o.files);
+    const auto& info = src.shards()[0];
+    std::string filters;
+    for (const auto& f : info.filters) filters += (filters.empty() ? "" : "+") + f;
+    std::fprintf(log, "%llu records of %zu bytes in %zu file(s); %s, chunks %s; read path %s\n",
+                 static_cast<unsigned long long>(src.size()), src.max_record_size(),
+                 o.files.size(), filters.empty() ? "no filters" : filters.c_str(),
+                 info.storage.c_str(), to_string(info.read_path).c_str());
+    runner run(o, g.get());
+    auto prepare = [&] {
+      if (!o.cold) return;
+      const double left = evict(o.files);
+      if (left > 0.05)
+        std::fprintf(log, "warning: %.0f %% of the files stayed in the page cache\n", 100 * left);
+    };
+    if (o.cold) {
+      prepare();
+      case_result r;
+      r.name = "dd";
+      r.gb_per_s = dd_rate(o.files);
+      report(r);
+    }
+    if (wants(o, "decode1")) {
+      prepare();
+      case_result r;
+      r.name = "decode1";
+      r.gb_per_s = decode1_rate(src, o.seconds);
+      report(r);
+    }
+    using gpufeed::sample_order;
+    if (wants(o, "sequential")) {
+      prepare();
+      report(run.loader_case(src, "sequential", sample_order::sequential, 0, false));
+    }
+    if (wants(o, "block")) {
+      prepare();
+      report(run.loader_case(src, "block", sample_order::block_shuffled, 0, false));
+    }
+    if (wants(o, "shuffled")) {
+      prepare();
+      report(run.loader_case(src, "shuffled", sample_order::shuffled, 0, false));
+    }
+    if (wants(o, "quality")) {
+      for (std::size_t w : o.windows)
+        report(run.loader_case(src, "quality/block/w" + std::to_string(w),
+                               sample_order::block_shuffled, w, false));
+      report(run.loader_case(src, "quality/shuffled", sample_order::shuffled, 0, false));
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "compressed_bench: %s\n", e.what());
+    return 1;
+  }
+  if (o.json) std::printf("%s\n", out.dump(1).c_str());
+  return 0;
+}
