@@ -18,9 +18,10 @@
 //   block       the loader, block_shuffled order, default window
 //   shuffled    the loader, full random order (bounded by --seconds: it may finish no epoch)
 //   quality     per window (and full random): distinct labels per batch and label entropy per
-//               batch over the batches of --seconds, with the decoded-cache peak bytes that
-//               window cost; needs the files' labels (a class-sorted data set shows the
-//               trade-off; bench/make_h5py_data.py writes one)
+//               batch over one whole epoch of the order the loader would use (its resolved
+//               sampler, no reads), with the decoded bytes of one window — what the decoded-chunk
+//               cache holds to decode each unit once; needs the files' labels (a class-sorted data
+//               set shows the trade-off; bench/make_h5py_data.py writes one)
 // Each loader case reports the decoded bytes per delivered byte (decode amplification) from
 // stats(). Exit status 0 whatever the figures; 2 for usage errors.
 #include <fcntl.h>
@@ -42,6 +43,7 @@
 
 #include "bench_gpu.hpp"
 #include "gpufeed/hdf5_source.hpp"
+#include "gpufeed/detail/loader/config.hpp"
 #include "gpufeed/loader.hpp"
 
 namespace {
@@ -112,14 +114,16 @@ double dd_rate(const std::vector<std::string>& files) {
   return bytes / since(t0) / 1e9;
 }
 
-double decode1_rate(const gpufeed::hdf5_source& src, double budget) {
+double decode1_rate(const gpufeed::hdf5_source& src, double budget, std::uint64_t& records) {
   std::vector<std::byte> buf(src.max_record_size());
   double bytes = 0;
+  records = 0;
   const auto t0 = clock_type::now();
   auto r = src.make_reader();
   for (std::uint64_t i = 0; i < src.size() && since(t0) < budget; ++i) {
     r.read(i, buf);
     bytes += static_cast<double>(src.record_size(i));
+    ++records;
   }
   return bytes / since(t0) / 1e9;
 }
@@ -207,6 +211,51 @@ class runner {
   bench::gpu* gpu_;
 };
 
+// The label mix of every batch of epoch 0 in the order a loader with these settings uses.
+case_result quality_case(const gpufeed::hdf5_source& src, const options& o,
+                         gpufeed::sample_order order, std::size_t window) {
+  gpufeed::loader_config c;
+  c.batch_size = o.batch;
+  c.order = order;
+  c.shuffle_window = window;
+  c.part = gpufeed::partition{};
+  c.workers = o.workers;
+  c.prefetch = o.prefetch;
+  const auto setup = gpufeed::detail::resolve_config<gpufeed::default_options>(src, c);
+  const gpufeed::sampler& s = setup.order;
+  case_result r;
+  const bool block = order == gpufeed::sample_order::block_shuffled;
+  r.name = block ? "quality/block/w" + std::to_string(s.window()) : "quality/shuffled";
+  std::vector<std::uint64_t> idx(o.batch);
+  std::vector<std::int64_t> labels(o.batch);
+  double distinct = 0, entropy = 0;
+  const auto t0 = clock_type::now();
+  for (auto st = s.first_state(); st.epoch == 0; st = s.advance(st)) {
+    const std::size_t n = s.batch(st, idx);
+    for (std::size_t k = 0; k < n; ++k) labels[k] = src.label(idx[k]);
+    const mix m = label_mix(std::span(labels).first(n));
+    distinct += m.distinct;
+    entropy += m.entropy;
+    ++r.batches;
+    r.records += n;
+  }
+  r.seconds = since(t0);
+  r.full_epoch = true;
+  r.mean_distinct = distinct / static_cast<double>(r.batches);
+  r.mean_entropy = entropy / static_cast<double>(r.batches);
+  if (block) {
+    const auto& u = s.units();
+    const double unit_records = static_cast<double>(u.records()) / static_cast<double>(u.size());
+    r.decode = {{"units", u.size()},
+                {"window_units", s.window()},
+                {"mean_unit_records", unit_records},
+                {"window_decoded_bytes",
+                 static_cast<double>(s.window()) * unit_records *
+                     static_cast<double>(src.max_record_size())}};
+  }
+  return r;
+}
+
 nlohmann::json to_json(const case_result& r) {
   return {{"case", r.name},          {"gb_per_s", r.gb_per_s}, {"seconds", r.seconds},
           {"records", r.records},    {"batches", r.batches},   {"stall", r.stall},
@@ -285,7 +334,9 @@ int main(int argc, char** argv) {
       prepare();
       case_result r;
       r.name = "decode1";
-      r.gb_per_s = decode1_rate(src, o.seconds);
+      const auto t0 = clock_type::now();
+      r.gb_per_s = decode1_rate(src, o.seconds, r.records);
+      r.seconds = since(t0);
       report(r);
     }
     using gpufeed::sample_order;
@@ -302,10 +353,9 @@ int main(int argc, char** argv) {
       report(run.loader_case(src, "shuffled", sample_order::shuffled, 0, false));
     }
     if (wants(o, "quality")) {
-      for (std::size_t w : o.windows)
-        report(run.loader_case(src, "quality/block/w" + std::to_string(w),
-                               sample_order::block_shuffled, w, false));
-      report(run.loader_case(src, "quality/shuffled", sample_order::shuffled, 0, false));
+      if (!src.has_labels()) throw std::runtime_error("the quality case needs labels");
+      for (std::size_t w : o.windows) report(quality_case(src, o, sample_order::block_shuffled, w));
+      report(quality_case(src, o, sample_order::shuffled, 0));
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "compressed_bench: %s\n", e.what());
