@@ -5,19 +5,18 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "gpufeed/detail/hdf5/cache_budget.hpp"
 #include "gpufeed/detail/hdf5/open_shard.hpp"
 #include "gpufeed/detail/hdf5/shard.hpp"
+#include "gpufeed/detail/hdf5/shared_chunk_cache.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/hdf5_options.hpp"
 
 namespace gpufeed::detail::hdf5 {
-
-// Decoded-chunk cache budget per reader: enough slots for every chunk one record touches, up to
-// this many bytes.
-inline constexpr std::size_t reader_cache_budget = std::size_t{64} << 20;
 
 struct source_state {
   std::vector<shard_index> shards;
@@ -26,7 +25,9 @@ struct source_state {
   std::size_t fixed_record = 0;         // row bytes (fixed layout), 0 for blob
   std::size_t max_record = 0;
   bool labels = false;
-  std::size_t cache_capacity = 1;
+  unit_geometry units;                         // of the chunked shards, for the cache budget
+  bool explicit_budget = false;                // hdf5_options::decode_cache_bytes was set
+  std::unique_ptr<shared_chunk_cache> cache;   // shared by every reader; its own lock
 
   [[nodiscard]] std::uint64_t size() const noexcept { return first.empty() ? 0 : first.back(); }
 
@@ -83,12 +84,6 @@ struct source_state {
       first.push_back(first.back() + s.records);
       key_base.push_back(key_base.back() + (s.kind == read_kind::chunked ? s.grid.chunk_count : 0));
       max_record = std::max(max_record, s.max_record);
-      if (s.kind == read_kind::chunked && s.grid.chunk_bytes > 0) {
-        const std::size_t fit = std::max<std::size_t>(1, reader_cache_budget / s.grid.chunk_bytes);
-        const std::size_t want =
-            static_cast<std::size_t>(std::min<std::uint64_t>(s.chunks_per_record, fit));
-        cache_capacity = std::max(cache_capacity, want);
-      }
     }
     if (size() == 0) {  // a loader would refuse it without knowing which files were empty
       const auto& d = shards.front().description;
@@ -104,6 +99,10 @@ struct source_state {
     }
     fixed_record = shards.front().blob ? 0 : shards.front().row_bytes;
     labels = !shards.front().description.label_dataset.empty();
+    units = unit_geometry_of(shards);
+    explicit_budget = req.decode_cache_bytes.has_value();
+    cache = std::make_unique<shared_chunk_cache>(
+        explicit_budget ? *req.decode_cache_bytes : automatic_cache_budget(units, read_plan{}));
   }
 };
 
