@@ -169,7 +169,8 @@ inline verdict diagnose(const loader_stats& s, unsigned cores = 0) {
                        fmt("%.1f %% waiting for a free core, ", 100 * runq_share) +
                        fmt("%.1f %% waiting for I/O", 100 * io_share));
   if (runq_share > 0.05)
-    v.evidence.push_back("workers waited for a free core: more runnable threads than cores");
+    v.evidence.push_back(std::string(workers > 1 ? "workers" : "the worker") +
+                         " waited for a free core: more runnable threads than cores");
   v.evidence.push_back(fmt("planner blocked waiting for a free slot %.1f %% of the time",
                            100 * planner_blocked));
   if (s.transfer.copies) {
@@ -239,7 +240,8 @@ inline verdict diagnose(const loader_stats& s, unsigned cores = 0) {
       if (s.order == sample_order::shuffled && record_kib > 0 && record_kib < 1024) {
         v.summary += fmt(" In full random order these are random reads of %.0f KiB, far below "
                          "a device's sequential rate.", record_kib);
-        v.suggestion = "use sample_order::block_shuffled: it reads whole storage blocks and "
+        v.suggestion = "the data is probably not in the page cache: use "
+                       "sample_order::block_shuffled, which reads whole storage blocks and "
                        "decode units, advised ahead of the window (posix_fadvise), at the "
                        "device's sequential rate; or put the shards in RAM (tmpfs)";
       } else {
@@ -249,15 +251,19 @@ inline verdict diagnose(const loader_stats& s, unsigned cores = 0) {
       }
     } else {
       v.stage = bottleneck::decode;
-      v.summary = fmt("CPU work in the workers bounds throughput (decompression, parsing): "
-                      "workers are busy %.0f %% of the time, %.0f %% of it on a CPU.",
+      v.summary = fmt(workers > 1 ? "CPU work in the workers bounds throughput (decompression, "
+                                    "parsing): workers are busy %.0f %% of the time, %.0f %% of "
+                                    "it on a CPU."
+                                  : "CPU work in the worker bounds throughput (decompression, "
+                                    "parsing): the worker is busy %.0f %% of the time, %.0f %% "
+                                    "of it on a CPU.",
                       100 * busy, 100 * cpu_share);
       if (runq_share > 0.25)
         v.suggestion = workers > 1
                            ? "the machine has fewer free cores than runnable threads: use fewer "
                              "workers or free cores (other processes compete for them)"
                            : "the worker waits for a core: free cores (other processes compete "
-                             "for them)";
+                             "for them) before adding workers";
       else if (cores && static_cast<double>(cores) > workers)
         v.suggestion = "raise workers: " + detail::count_of(workers, "worker") + " run on " +
                        detail::count_of(static_cast<double>(cores), "core");
