@@ -9,12 +9,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <barrier>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <latch>
 #include <numeric>
 #include <random>
 #include <string>
@@ -94,22 +96,29 @@ std::vector<std::uint64_t> window_order(std::uint64_t records, std::uint64_t ban
   return order;
 }
 
-// Reads `order` in tasks of `task` records taken in turn by `threads` threads, each with its own
-// reader (as the loader's workers take tasks); returns the records whose bytes differ.
+// Reads `order` in tasks of `task` records, `threads` threads each with its own reader (as the
+// loader's workers), in rounds of one task per thread: like the loader's prefetch credits, the
+// round bounds how far reads run ahead of the slowest reader. Returns the records whose bytes
+// differ.
 std::size_t read_in_tasks(const hdf5_source& src, const std::vector<std::uint64_t>& order,
                           const std::vector<std::byte>& want, std::size_t row, int threads,
                           std::size_t task) {
-  std::atomic<std::size_t> next{0}, bad{0};
+  std::atomic<std::size_t> bad{0};
+  std::barrier round(threads);
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t)
-    pool.emplace_back([&] {
+    pool.emplace_back([&, t] {
       auto r = src.make_reader();
       std::vector<std::byte> buf(row);
-      for (std::size_t at; (at = next.fetch_add(task)) < order.size();)
+      const std::size_t step = task * static_cast<std::size_t>(threads);
+      for (std::size_t base = 0; base < order.size(); base += step) {
+        const std::size_t at = base + task * static_cast<std::size_t>(t);
         for (std::size_t k = at; k < std::min(order.size(), at + task); ++k) {
           r.read(order[k], buf);
           if (!std::equal(buf.begin(), buf.end(), want.begin() + order[k] * row)) ++bad;
         }
+        round.arrive_and_wait();
+      }
     });
   for (auto& t : pool) t.join();
   return bad;
@@ -172,7 +181,7 @@ TEST_CASE("window order, 4 readers, budget of the window: each chunk once per ep
     CAPTURE(name);
     const shape sh = shape_of(name);
     const auto want = expected(name);
-    // Open units at once: the window's 4, up to 4 of the next window reached by tasks in
+    // Open units at once: the window's 4, up to 4 of the next window reached by the round in
     // flight, one per reader decoding (cache_budget.hpp's sizing for this harness).
     hdf5_options o;
     o.decode_cache_bytes = (2 * window + threads) * sh.band_bytes;
@@ -190,6 +199,48 @@ TEST_CASE("window order, 4 readers, budget of the window: each chunk once per ep
     CHECK(ds.cache_peak_bytes <= ds.cache_budget_bytes);
     CHECK(ds.uncached_decodes == 0);
     CHECK(ds.records == 3 * src.size());
+  }
+}
+
+TEST_CASE("a reader that lags a whole epoch behind keeps its chunks: spent ones go first") {
+  // Reader 0 reads 2 of its task's 5 records, then waits while 3 others read the rest of the
+  // epoch; then it reads its last 3. Its chunks are the least recently used by then: plain LRU
+  // evicts them (and decodes them again); spent-first evicts the finished chunks instead.
+  constexpr std::uint64_t window = 4;
+  constexpr std::size_t task = 5;
+  for (const auto& name : {std::string("gzip_span"), std::string("lz4_rows")}) {
+    CAPTURE(name);
+    const shape sh = shape_of(name);
+    const auto want = expected(name);
+    hdf5_options o;
+    o.decode_cache_bytes = (2 * window + 3 + task) * sh.band_bytes;
+    hdf5_source src(fixtures() / (name + ".h5"), o);
+    REQUIRE(*o.decode_cache_bytes < sh.chunks * sh.chunk_bytes);
+    const auto order = window_order(src.size(), sh.band_rows, window, 3);
+    const decode_counter counter;
+    std::atomic<std::size_t> bad{0};
+    auto read = [&](hdf5_source::reader& r, std::size_t k) {
+      std::vector<std::byte> buf(sh.row_bytes);
+      r.read(order[k], buf);
+      if (!std::equal(buf.begin(), buf.end(), want.begin() + order[k] * sh.row_bytes)) ++bad;
+    };
+    std::latch rest_done(1);
+    std::thread lagging([&] {
+      auto r = src.make_reader();
+      read(r, 0);
+      read(r, 1);
+      rest_done.wait();
+      for (std::size_t k = 2; k < task; ++k) read(r, k);
+    });
+    {
+      auto r = src.make_reader();
+      for (std::size_t k = task; k < order.size(); ++k) read(r, k);
+    }
+    rest_done.count_down();
+    lagging.join();
+    CHECK(bad == 0);
+    check_counts(decode_counter::take(), sh.chunks, true);
+    CHECK(src.decode_stats().cache_peak_bytes <= *o.decode_cache_bytes);
   }
 }
 

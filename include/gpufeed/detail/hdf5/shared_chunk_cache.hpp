@@ -20,9 +20,12 @@
 // Hence: if the budget holds every chunk that is open at once (decoded, with records still to
 // read this epoch) plus one per reader decoding — in block_shuffled order, the window's units plus
 // the planner's look-ahead (cache_budget.hpp) — room is always found among spent chunks, an open
-// chunk is never evicted, and each chunk is decoded at most once per epoch per rank. When the
-// records that touch a chunk are split over ranks (or some are never read) the chunk never becomes
-// spent and rule 2 applies: bytes stay correct, decode counts may rise (decode_stats shows it).
+// chunk is never evicted, and each chunk is decoded at most once per epoch per rank — also when
+// one worker lags far behind the others (plain LRU would evict the chunks it still needs). When
+// the records that touch a chunk are split over ranks (or some are never read) the chunk never
+// becomes spent and rule 2 applies: the loader's prefetch credits bound how far reads run ahead,
+// so a budget of the window plus the look-ahead still holds the window's chunks; bytes are
+// always correct, and decode_stats shows any decode repeated.
 #pragma once
 
 #include <algorithm>
