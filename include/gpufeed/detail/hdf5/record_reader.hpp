@@ -85,7 +85,8 @@ class record_reader {
     const auto first = std::upper_bound(o.begin() + 1, o.end(), lo) - (o.begin() + 1);
     const auto last = std::lower_bound(o.begin(), o.end() - 1, hi) - o.begin();
     std::uint64_t n = 0;
-    for (auto r = first; r < last; ++r) n += o[static_cast<std::size_t>(r) + 1] > o[static_cast<std::size_t>(r)];
+    for (auto r = static_cast<std::size_t>(first); r < static_cast<std::size_t>(last); ++r)
+      n += o[r + 1] > o[r];
     return n ? n : 1;
   }
 
@@ -93,6 +94,28 @@ class record_reader {
   void read_chunked(const shard_index& s, std::uint64_t key_base, std::uint64_t local,
                     std::uint64_t global, std::span<std::byte> dst) {
     const record_box box = s.box(local);
+    // A record spanning several chunks pins every ready one under one lock (and unpins them
+    // under one), instead of two lock round trips per chunk: h5py's automatic chunks put one
+    // 16 KiB row over 64 chunks.
+    held_keys_.clear();
+    held_.clear();
+    if (s.chunks_per_record > 1) {
+      for_each_chunk(s.grid, box, [&](std::uint64_t k, const coords& g) {
+        const chunk_entry& c = s.chunks[static_cast<std::size_t>(k)];
+        const chunk_part part(s.grid, box, g);
+        if (!(s.unfiltered(c) && part.runs() == 1) && !part.whole_chunk())
+          held_keys_.push_back(key_base + k);
+      });
+      held_.resize(held_keys_.size());
+      cache_->pin_ready(held_keys_, held_);
+    }
+    struct unpin_all {
+      record_reader& r;
+      ~unpin_all() {
+        if (!r.held_keys_.empty()) r.cache_->unpin_ready(r.held_keys_, r.held_);
+      }
+    } unpin{*this};
+    std::size_t next_held = 0;
     for_each_chunk(s.grid, box, [&](std::uint64_t k, const coords& g) {
       const chunk_entry& c = s.chunks[static_cast<std::size_t>(k)];
       const chunk_part part(s.grid, box, g);
@@ -109,13 +132,18 @@ class record_reader {
         });
         return;
       }
+      auto copy_out = [&](const std::byte* bytes) {
+        part.for_each_run([&](std::size_t src, std::size_t at, std::size_t len) {
+          std::memcpy(dst.data() + at, bytes + src, len);
+        });
+      };
+      if (next_held < held_.size()) {
+        if (const std::byte* bytes = held_[next_held++]) return copy_out(bytes);
+      }
       const shared_chunk_cache::pin held =
           cache_->get(key_base + k, s.grid.chunk_bytes, chunk_users(s, g), own_,
                       [&](std::span<std::byte> buf) { decode(s, c, g, buf, global); });
-      const std::byte* bytes = held.data();
-      part.for_each_run([&](std::size_t src, std::size_t at, std::size_t len) {
-        std::memcpy(dst.data() + at, bytes + src, len);
-      });
+      copy_out(held.data());
     });
   }
 
@@ -207,6 +235,8 @@ class record_reader {
 
   byte_buffer stored_, a_, b_;
   byte_buffer own_;  // a chunk decoded outside the cache (no room in its budget)
+  std::vector<std::uint64_t> held_keys_;  // one record's chunks pinned by pin_ready, and their
+  std::vector<const std::byte*> held_;     // bytes (null: not ready then, read through get())
   chunk_decoders codecs_;
   shared_chunk_cache* cache_;
 };

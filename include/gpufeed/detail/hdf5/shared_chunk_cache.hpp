@@ -141,6 +141,28 @@ class shared_chunk_cache {
   }
 
   // Counts a decode done outside the cache (a chunk decoded straight into its record).
+  // Under one lock: pins each chunk of `keys` that is ready and counts the read (out[i] = its
+  // bytes), out[i] = nullptr for the others (absent or being decoded: read them through get()).
+  void pin_ready(std::span<const std::uint64_t> keys, std::span<const std::byte*> out) {
+    std::lock_guard lock(mutex_);
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      out[i] = nullptr;
+      const auto it = table_.find(keys[i]);
+      if (it == table_.end() || !it->second.ready) continue;
+      take(it->second);
+      ++it->second.reads;
+      ++stats_.cache_hits;
+      out[i] = it->second.bytes.get();
+    }
+  }
+  // Under one lock: unpins the chunks pin_ready() pinned (out[i] not null).
+  void unpin_ready(std::span<const std::uint64_t> keys,
+                   std::span<const std::byte* const> out) noexcept {
+    std::lock_guard lock(mutex_);
+    for (std::size_t i = 0; i < keys.size(); ++i)
+      if (out[i]) release(keys[i]);
+  }
+
   // Relaxed atomics: no lock per record.
   void count_direct_decode(std::size_t bytes) noexcept {
     direct_chunks_.fetch_add(1, std::memory_order_relaxed);
@@ -190,6 +212,11 @@ class shared_chunk_cache {
 
   void unpin(std::uint64_t key) noexcept {
     std::lock_guard lock(mutex_);
+    release(key);
+  }
+
+  // Drops one pin of chunk `key`; unpinned and ready, it joins its eviction list. mutex_ held.
+  void release(std::uint64_t key) noexcept {
     const auto it = table_.find(key);
     if (it == table_.end()) return;
     entry& e = it->second;
