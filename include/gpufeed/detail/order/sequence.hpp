@@ -10,7 +10,9 @@
 //                   overlap), so position -> record stays O(log units) without replaying the
 //                   epoch, which interleaved ranks and resume at another world size need.
 // block_shuffled keeps, per epoch, the permuted unit ids and the records before each (16 bytes
-// per unit), rebuilt on the first lookup of another epoch; copies of a sequence share it.
+// per unit), rebuilt on the first lookup of another epoch, under a mutex. A copy starts with its
+// own empty cache, so the loader's planner and a user's copy (loader::batch_sampler()) looking
+// at different epochs do not rebuild each other's.
 #pragma once
 
 #include <algorithm>
@@ -50,6 +52,17 @@ class epoch_sequence {
       : order_(order), n_(records), seed_(seed), units_(std::move(units)),
         window_(std::clamp<std::uint64_t>(window, 1, std::max<std::uint64_t>(1, units_.size()))),
         cache_(std::make_shared<cache>()) {}
+
+  epoch_sequence(const epoch_sequence& o)
+      : order_(o.order_), n_(o.n_), seed_(o.seed_), units_(o.units_), window_(o.window_),
+        cache_(std::make_shared<cache>()) {}
+  epoch_sequence& operator=(const epoch_sequence& o) {
+    if (this != &o) *this = epoch_sequence(o);
+    return *this;
+  }
+  epoch_sequence(epoch_sequence&&) noexcept = default;
+  epoch_sequence& operator=(epoch_sequence&&) noexcept = default;
+  ~epoch_sequence() = default;
 
   [[nodiscard]] sample_order order() const noexcept { return order_; }
   [[nodiscard]] const record_units& units() const noexcept { return units_; }
