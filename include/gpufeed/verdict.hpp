@@ -106,7 +106,7 @@ inline void explain_decode(const loader_stats& s, verdict& v) {
                    "(%.3f GB decoded", rec_rows, static_cast<double>(d.decoded_bytes) / 1e9) +
                fmt(" for %.3f GB delivered).", static_cast<double>(d.delivered_bytes) / 1e9);
   std::string fix;
-  if (s.order == sample_order::shuffled)
+  if (s.order == "shuffled")
     fix = "use sample_order::block_shuffled: records of a window of decode units are shuffled "
           "together and each chunk is decoded once per epoch";
   else if (d.uncached_decodes > 0 || d.cache_peak_bytes >= d.cache_budget_bytes)
@@ -237,7 +237,7 @@ inline verdict diagnose(const loader_stats& s, unsigned cores = 0) {
                       100 * io_share, rate);
       const double record_kib =
           s.records ? static_cast<double>(s.bytes) / static_cast<double>(s.records) / 1024 : 0;
-      if (s.order == sample_order::shuffled && record_kib > 0 && record_kib < 1024) {
+      if (s.order == "shuffled" && record_kib > 0 && record_kib < 1024) {
         v.summary += fmt(" In full random order these are random reads of %.0f KiB, far below "
                          "a device's sequential rate.", record_kib);
         v.suggestion = "the data is probably not in the page cache: use "

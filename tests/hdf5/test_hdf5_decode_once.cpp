@@ -28,6 +28,7 @@
 #include "decode_counter.hpp"
 #include "gpufeed/hdf5_source.hpp"
 #include "gpufeed/loader.hpp"
+#include "memory_source.hpp"
 #include "test_util.hpp"
 
 using namespace gpufeed;
@@ -172,6 +173,76 @@ TEST_CASE("sequential loader, 3 workers: each chunk decoded once per epoch, stat
     CHECK(ds->cache_peak_bytes <= ds->cache_budget_bytes);
     CHECK(ds->amplification() < 1.0);  // each byte decoded once, delivered twice
   }
+}
+
+TEST_CASE("block_shuffled through the loader, 3 workers: each chunk decoded once per epoch") {
+  for (const auto& name : names) {
+    CAPTURE(name);
+    const shape sh = shape_of(name);
+    const auto want = expected(name);
+    hdf5_source src(fixtures() / (name + ".h5"));
+    const decode_counter counter;
+    loader_config c;
+    c.order = sample_order::block_shuffled;
+    c.batch_size = 7;
+    c.workers = 3;
+    c.prefetch = 4;
+    c.epochs = 2;
+    loader<hdf5_source> l(src, c);
+    std::size_t bad = 0, records = 0;
+    while (auto b = l.next()) {
+      for (std::size_t k = 0; k < b->size(); ++k) {
+        const auto got = b->record(k);
+        bad += !std::equal(got.begin(), got.end(), want.begin() + b->indices()[k] * sh.row_bytes);
+      }
+      records += b->size();
+    }
+    CHECK(bad == 0);
+    CHECK(records == 2 * src.size());
+    check_counts(decode_counter::take(), sh.chunks, true);  // both epochs: the budget holds all
+    const auto ds = l.stats().decode;
+    REQUIRE(ds.has_value());
+    CHECK(ds->chunks_decoded == sh.chunks);
+    CHECK(ds->cache_peak_bytes <= ds->cache_budget_bytes);
+  }
+}
+
+namespace {
+// Records the plan the loader passes (read_planning_source).
+struct planned_source : test::memory_source {
+  using test::memory_source::memory_source;
+  mutable read_plan plan;
+  mutable int calls = 0;
+  void plan_reads(const read_plan& p) const {
+    plan = p;
+    ++calls;
+  }
+};
+}  // namespace
+
+TEST_CASE("the loader tells the source its window and look-ahead (plan_reads)") {
+  static_assert(read_planning_source<planned_source>);
+  static_assert(!read_planning_source<test::memory_source>);
+  planned_source src(100000, 1024);  // storage blocks of 1 MiB: units of 1024 records
+  loader_config c;
+  c.order = sample_order::block_shuffled;
+  c.shuffle_window = 4;
+  c.batch_size = 64;
+  c.workers = 3;
+  c.prefetch = 5;
+  c.part = partition{};
+  {
+    loader<planned_source> l(src, c);
+    CHECK(src.calls == 1);
+    CHECK(src.plan.window_records == 4 * 1024);
+    CHECK(src.plan.lookahead_records == 5 * 64);
+    CHECK(src.plan.workers == 3);
+  }
+  c.order = sample_order::sequential;
+  loader<planned_source> seq(src, c);
+  CHECK(src.calls == 2);
+  CHECK(src.plan.window_records == 0);
+  CHECK(src.plan.window_units == 0);
 }
 
 TEST_CASE("window order, 4 readers, budget of the window: each chunk once per epoch") {

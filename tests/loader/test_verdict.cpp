@@ -58,7 +58,7 @@ bool has(const std::string& text, const std::string& part) {
 
 TEST_CASE("decode amplification in full random order: named with figures, block_shuffled or repack") {
   loader_stats s = recorded(14, 0.97, 0.95, 0.9);
-  s.order = sample_order::shuffled;
+  s.order = "shuffled";
   decode_stats d;
   d.chunks_decoded = 512'000 * 64;
   d.decoded_bytes = s.bytes * 512;  // one 16 KiB row inflated 64 chunks of 512 rows x 64 columns
@@ -77,7 +77,7 @@ TEST_CASE("decode amplification in full random order: named with figures, block_
   CHECK(has(v.report(), "(512.0 x)"));
 
   // In a locality-aware order whose window overflows the budget: raise the budget.
-  s.order = sample_order::sequential;
+  s.order = "sequential";
   s.decode->uncached_decodes = 1234;
   s.decode->cache_peak_bytes = s.decode->cache_budget_bytes;
   const verdict b = diagnose(s, 16);
@@ -96,13 +96,13 @@ TEST_CASE("decode amplification in full random order: named with figures, block_
 
 TEST_CASE("storage-bound random reads: the record size and the locality-aware order") {
   loader_stats s = recorded(14, 0.95, 0.2, 0.9);  // 80 % of each read waiting for I/O
-  s.order = sample_order::shuffled;
+  s.order = "shuffled";
   const verdict v = diagnose(s, 16);
   MESSAGE(v.report());
   CHECK(v.stage == bottleneck::storage);
   CHECK(has(v.summary, "random reads of 16 KiB"));
   CHECK(has(v.suggestion, "sample_order::block_shuffled"));
-  s.order = sample_order::sequential;
+  s.order = "sequential";
   const verdict seq = diagnose(s, 16);
   CHECK(seq.stage == bottleneck::storage);
   CHECK(!has(seq.summary, "random reads"));

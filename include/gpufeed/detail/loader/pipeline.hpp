@@ -43,6 +43,11 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
     plan.lookahead_records =
         static_cast<std::uint64_t>(setup.config.prefetch) * setup.config.batch_size;
     plan.workers = setup.config.workers;
+    // block_shuffled: tumbling windows of the order's units, each of which may hold several
+    // decode units, so the window is told in records (at most the largest unit's each).
+    if (setup.config.order == sample_order::block_shuffled)
+      plan.window_records = static_cast<std::uint64_t>(setup.config.shuffle_window) *
+                            setup.order.units().max_records();
     plan_reads(src, plan);
     auto p = std::make_shared<pipeline>(key{}, src, std::move(setup), std::move(engine), n);
     p->start();
@@ -89,7 +94,7 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
     const pipeline_setup& p = state_.setup;
     const std::optional<batch_meta> m = state_.ready.last_taken();
     if (!m) return p.start;
-    return p.order.advance(sampler_state{p.start.seed, m->epoch, m->number});
+    return p.order.advance(sampler_state{p.start.seed, m->epoch, m->position});
   }
 
   void release_batch(std::size_t ticket, stream_handle consumer) noexcept override {
@@ -116,8 +121,13 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
     s.streams = on_device ? c.streams : 0;
     s.batch_size = c.batch_size;
     s.target = c.target.name();
+    s.order = to_string(c.order);
+    s.records_per_decode_unit = state_.setup.records_per_decode_unit;
+    if (c.order == sample_order::block_shuffled) {
+      s.order_units = state_.setup.order.units().size();
+      s.shuffle_window = c.shuffle_window;
+    }
     s.trace_events_dropped = state_.timeline.dropped();
-    s.order = c.order;
     if constexpr (decode_stats_source<Source>) s.decode = since(source_.decode_stats(), decode_start_);
     return s;
   }
