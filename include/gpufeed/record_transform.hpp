@@ -12,6 +12,8 @@
 //   in.bytes  the record as the source delivers it (its read() bytes). Valid during the call
 //             only: it lies in the worker's scratch buffer, or in the source's own memory when
 //             its reader hands out views (source.hpp's view_reader), never in the slot.
+//             lmdb_source hands out none: its map reads are guarded against SIGBUS by jumping
+//             out of the read, which cannot be done across user code, so values are copied.
 //   out       the record's place in the staging slot (pinned memory on a device target):
 //             output_bytes() bytes. Write there; nothing is copied afterwards on the host.
 //   rng       this record's generator, seeded from (seed, epoch, in.index): the same values
