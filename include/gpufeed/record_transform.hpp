@@ -22,6 +22,8 @@
 //             bounded(): the bytes written, at most output_bytes().
 // It runs on several worker threads at once (one record per call): it must be thread-safe and
 // keep no state across records that affects its output, or the result depends on scheduling.
+// It must be copyable (it is stored in a std::function): hold move-only state (a decoder pool)
+// by pointer or shared_ptr, alive as long as the loader.
 //
 // Sizes and slot layout. Slots are sized from the output, not the source's records:
 // batch_size x output_bytes() bytes of record data per slot (loader_config::slot_data_bytes

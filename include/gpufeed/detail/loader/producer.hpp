@@ -144,7 +144,8 @@ class producer {
       }
       const std::uint64_t wall = since_ns(t0);
       c.read_ns.fetch_add(wall, std::memory_order_relaxed);
-      s_.timeline.add_ending_now(w, "read", wall, slot.meta.sequence);
+      s_.timeline.add_ending_now(w, transform ? "read + transform" : "read", wall,
+                                 slot.meta.sequence);
       c.records.fetch_add(task->end - task->begin, std::memory_order_relaxed);
       c.bytes.fetch_add(bytes, std::memory_order_relaxed);
       c.chunks.fetch_add(1, std::memory_order_relaxed);
