@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <random>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "gpufeed/loader.hpp"
@@ -235,4 +236,23 @@ TEST_CASE("record transform settings are checked") {
   CHECK_THROWS_AS(loader<sharded_source>(src, c), config_error);
   CHECK_FALSE(static_cast<bool>(record_transform{}));
   CHECK(record_transform{}.output_bytes() == 0);
+}
+
+TEST_CASE("stats: the time inside the transform is counted, as part of the workers' read time") {
+  test::watchdog dog(60s, "record transform stats");
+  sharded_source src(64, 8);
+  loader_config c = config(8, 2);
+  c.epochs = 1;
+  c.per_record = record_transform::fixed(
+      8, [](const record_input&, std::span<std::byte>, record_rng&) {
+        std::this_thread::sleep_for(std::chrono::microseconds(300));
+      });
+  loader<sharded_source> l(src, c);
+  while (auto b = l.next()) {
+  }
+  const auto s = l.stats();
+  double transform = 0;
+  for (const auto& w : s.workers) transform += w.transform_seconds;
+  CHECK(transform >= 64 * 300e-6);  // every record slept at least 300 us inside the callable
+  CHECK(transform <= s.read_seconds());
 }
