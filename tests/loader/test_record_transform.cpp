@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <set>
 #include <thread>
@@ -255,4 +256,62 @@ TEST_CASE("stats: the time inside the transform is counted, as part of the worke
   for (const auto& w : s.workers) transform += w.transform_seconds;
   CHECK(transform >= 64 * 300e-6);  // every record slept at least 300 us inside the callable
   CHECK(transform <= s.read_seconds());
+}
+
+TEST_CASE("on the host target the batch hook runs after the stage, on the stage's outputs") {
+  test::watchdog dog(60s, "record transform then batch hook");
+  sharded_source src(90, 5);
+  loader_config c = config(16, 3);
+  c.epochs = 1;
+  c.per_record = record_transform::fixed(
+      8, [](const record_input& in, std::span<std::byte> out, record_rng&) {
+        const std::uint64_t v = in.index * 3 + 1;
+        std::memcpy(out.data(), &v, 8);
+      });
+  c.transform_output_bytes = 8;
+  c.transform = [](const batch_view& v, stream_handle) {
+    std::uint64_t sum = 0;
+    for (std::size_t k = 0; k < v.records; ++k) {
+      std::uint64_t x = 0;
+      std::memcpy(&x, v.data + v.offsets[k], 8);
+      sum += x;
+    }
+    std::memcpy(v.output, &sum, 8);
+  };
+  loader<sharded_source> l(src, c);
+  std::size_t records = 0;
+  while (auto b = l.next()) {
+    std::uint64_t want = 0, got = 0;
+    for (std::uint64_t i : b->indices()) want += i * 3 + 1;
+    std::memcpy(&got, b->output().data(), 8);
+    CHECK(got == want);
+    records += b->size();
+  }
+  CHECK(records == 90);
+}
+
+TEST_CASE("bounded outputs may be empty: zero-byte records keep their place") {
+  test::watchdog dog(60s, "record transform empty outputs");
+  sharded_source src(60, 4);
+  loader_config c = config(12, 2);
+  c.epochs = 1;
+  c.order = sample_order::sequential;
+  c.per_record = record_transform::bounded(
+      4, [](const record_input& in, std::span<std::byte> out, record_rng&) -> std::size_t {
+        if (in.index % 2 == 0) return 0;
+        std::copy(in.bytes.begin(), in.bytes.end(), out.begin());
+        return out.size();
+      });
+  loader<sharded_source> l(src, c);
+  std::size_t records = 0;
+  while (auto b = l.next()) {
+    for (std::size_t k = 0; k < b->size(); ++k) {
+      const std::uint64_t i = b->indices()[k];
+      CHECK(b->record(k).size() == (i % 2 ? 4u : 0u));
+      if (i % 2) CHECK(src.matches(i, b->record(k)));
+    }
+    CHECK(b->data().size() == b->size() / 2 * 4);
+    records += b->size();
+  }
+  CHECK(records == 60);
 }
