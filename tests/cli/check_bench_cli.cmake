@@ -1,6 +1,7 @@
 # `gpufeed bench DATA --json` on small shards packed by `gpufeed pack` (HDF5, then LMDB): the
 # JSON has every section and field, the rates are positive, every sweep point ran, and the
-# text table prints. -DGPUFEED=<CLI> -DWORK_DIR=<scratch dir>.
+# text table prints. With -DDLPACK_EXAMPLE=<examples/dlpack_export>, that example runs over the
+# HDF5 shards too. -DGPUFEED=<CLI> -DWORK_DIR=<scratch dir>.
 cmake_minimum_required(VERSION 3.25)
 
 file(REMOVE_RECURSE "${WORK_DIR}")
@@ -94,5 +95,13 @@ execute_process(COMMAND "${GPUFEED}" bench "${WORK_DIR}/hdf5" --seconds 1 --work
 if(NOT rc EQUAL 0 OR NOT out MATCHES "storage" OR NOT out MATCHES "workers +prefetch"
    OR NOT out MATCHES "host-to-device" OR NOT out MATCHES "verdict")
   message(FATAL_ERROR "bench table (exit ${rc}):\n${out}")
+endif()
+if(DLPACK_EXAMPLE)
+  execute_process(COMMAND "${DLPACK_EXAMPLE}" "${WORK_DIR}/hdf5" --epochs 2
+                  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+  message(STATUS "dlpack_export: exit ${rc}\n${out}${err}")
+  if(NOT rc EQUAL 0 OR NOT out MATCHES "400 records" OR NOT out MATCHES "tensor \\([0-9]+\\) uint8")
+    message(FATAL_ERROR "examples/dlpack_export on the packed HDF5 shards failed")
+  endif()
 endif()
 message(STATUS "gpufeed bench: JSON and table check out for HDF5 and LMDB shards")
