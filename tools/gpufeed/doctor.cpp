@@ -143,8 +143,8 @@ void add_doctor(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "doctor",
       "Check this machine: NVIDIA device files, GPU, driver and runtime versions, PCIe link, "
-      "clock throttling, pinned vs pageable copy rates, and the storage read rate of --data. "
-      "Exit status 0 unless a check failed (then 1).");
+      "clock throttling, pinned vs pageable copy rates, the storage read rate of --data and a "
+      "loader run over it. Exit status 0 unless a check failed (then 1).");
   cmd->add_option("--data", args->data,
                   "directory (read recursively) or file holding your shards: measure its storage "
                   "and page-cache read rates and run the loader over its shards (for a sweep of "

@@ -17,6 +17,8 @@ int main(int argc, char** argv) {
   CLI::App app{"gpufeed: keep GPUs fed. Pack files into HDF5/LMDB shards, inspect them, measure "
                "how fast this machine feeds them to the GPU, check the machine."};
   app.require_subcommand(1);
+  app.footer("Exit status: 0 done, 1 the command failed (one line on stderr says why), 2 a usage "
+             "error. `gpufeed COMMAND --help` describes each command.");
   app.set_version_flag("--version", std::string("gpufeed ") + GPUFEED_CLI_VERSION,
                        "print the gpufeed version and exit");
   gpufeed::cli::add_pack(app);
