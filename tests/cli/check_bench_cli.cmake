@@ -96,6 +96,25 @@ if(NOT rc EQUAL 0 OR NOT out MATCHES "storage" OR NOT out MATCHES "workers +pref
    OR NOT out MATCHES "host-to-device" OR NOT out MATCHES "verdict")
   message(FATAL_ERROR "bench table (exit ${rc}):\n${out}")
 endif()
+# On tmpfs the kernel cannot drop the pages (they are the files): bench must say so.
+execute_process(COMMAND stat -f -c %T /dev/shm OUTPUT_VARIABLE shm_fs ERROR_QUIET
+                OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(shm_fs STREQUAL "tmpfs")
+  string(RANDOM LENGTH 8 tag)
+  set(shm "/dev/shm/gpufeed-bench-test-${tag}")
+  file(COPY "${WORK_DIR}/hdf5/" DESTINATION "${shm}")
+  execute_process(COMMAND "${GPUFEED}" bench "${shm}" --json --seconds 1 --workers 1 --prefetch 2
+                  OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+  file(REMOVE_RECURSE "${shm}")
+  string(JSON evicted GET "${out}" storage evicted)
+  string(JSON note GET "${out}" storage note)
+  if(NOT rc EQUAL 0 OR evicted OR NOT note MATCHES "could not evict")
+    message(FATAL_ERROR "bench on tmpfs: exit ${rc}, evicted ${evicted}, note '${note}'")
+  endif()
+else()
+  message(STATUS "/dev/shm is not tmpfs here ('${shm_fs}'): the could-not-evict case is not checked")
+endif()
+
 if(DLPACK_EXAMPLE)
   execute_process(COMMAND "${DLPACK_EXAMPLE}" "${WORK_DIR}/hdf5" --epochs 2
                   OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)

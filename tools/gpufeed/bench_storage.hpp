@@ -75,7 +75,8 @@ inline storage_rates measure_storage(const std::string& data, double seconds) {
   else if (!r.evicted)
     r.note = "could not evict the page cache: " + doc::fixed(100 * r.cached_before, 0) +
              " % of the bytes stayed cached (tmpfs, dirty pages or another process holding "
-             "them), so the cold figure is partly a cache rate";
+             "them), so the cold figure is " + (r.cached_before > 0.95 ? "a" : "partly a") +
+             " page-cache rate";
   const doc::read_pass cold = doc::read_sequential(list.files, cap, block, false);
   r.cold_bytes = cold.bytes;
   r.cold_gbps = cold.gbps();
