@@ -68,6 +68,18 @@ else()
   message(STATUS "gpufeed: LMDB not found (apt install liblmdb-dev); the lmdb component is not built")
 endif()
 
+# --- dlpack: gpufeed/dlpack.hpp, batches as DLPack tensors (header only: dlpack/dlpack.h).
+find_package(dlpack CONFIG QUIET)
+if(dlpack_FOUND)
+  add_library(gpufeed_dlpack INTERFACE)
+  add_library(gpufeed::dlpack ALIAS gpufeed_dlpack)
+  set_target_properties(gpufeed_dlpack PROPERTIES EXPORT_NAME dlpack)
+  target_link_libraries(gpufeed_dlpack INTERFACE gpufeed dlpack::dlpack)
+  list(APPEND GPUFEED_COMPONENTS dlpack)
+else()
+  message(STATUS "gpufeed: DLPack not found (apt install libdlpack-dev); the dlpack component is not built")
+endif()
+
 # --- doctor: gpufeed/doctor/ (host checks, report). Its GPU checks, gpufeed/cuda/doctor/, need
 # the cuda component as well. dl: NVML is loaded at run time (dlopen is in libc only from glibc
 # 2.34).
