@@ -61,6 +61,7 @@
 #include <filesystem>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <utility>
@@ -95,9 +96,7 @@ class hdf5_source {
       : hdf5_source(detail::to_shard_paths(std::forward<R>(shards)), std::move(options)) {}
 
   explicit hdf5_source(std::vector<std::filesystem::path> shards, hdf5_options options = {})
-      : state_(std::make_unique<detail::hdf5::source_state>(shards, options)) {
-    for (const auto& s : state_->shards) info_.push_back(s.description);
-  }
+      : state_(std::make_unique<detail::hdf5::source_state>(shards, options)) {}
 
   hdf5_source(const hdf5_source&) = delete;
   hdf5_source& operator=(const hdf5_source&) = delete;
@@ -111,7 +110,8 @@ class hdf5_source {
   // Decoded bytes of record i; config_error when i is out of range.
   [[nodiscard]] std::size_t record_size(std::uint64_t i) const {
     const std::size_t k = state().locate(i);
-    return state_->shards[k].record_bytes(i - state_->first[k]);
+    if (state_->fixed_record) return state_->fixed_record;  // every shard's rows match the first's
+    return state_->shard(k).record_bytes(i - state_->first[k]);
   }
 
   // Row bytes for the fixed layout, 0 for blob.
@@ -127,7 +127,7 @@ class hdf5_source {
   // are units of their own (their index).
   [[nodiscard]] std::uint64_t decode_unit(std::uint64_t i) const {
     const std::size_t k = state().locate(i);
-    const auto& s = state_->shards[k];
+    const auto& s = state_->shard(k);
     if (s.kind != detail::hdf5::read_kind::chunked || s.pipeline.empty()) return i;
     const std::uint64_t local = i - state_->first[k];
     const auto& g = s.grid;
@@ -161,17 +161,51 @@ class hdf5_source {
                              "shards' label dataset in hdf5_options::label_dataset)",
                          std::move(ctx));
     }
-    return state_->shards[k].labels[static_cast<std::size_t>(i - state_->first[k])];
+    return state_->shard(k).labels[static_cast<std::size_t>(i - state_->first[k])];
   }
 
   [[nodiscard]] reader make_reader() const;
 
-  [[nodiscard]] const std::vector<hdf5_shard_info>& shards() const noexcept { return info_; }
+  // Every shard, in record order. Opens any shard not opened yet (so it may throw that shard's
+  // open error): describing a shard takes opening it. shard_info(k) does not open.
+  [[nodiscard]] const std::vector<hdf5_shard_info>& shards() const {
+    const auto& st = state();
+    std::call_once(*info_once_, [&] {
+      std::vector<hdf5_shard_info> v;
+      for (std::size_t k = 0; k < st.shard_count(); ++k) v.push_back(st.shard(k).description);
+      info_ = std::move(v);
+    });
+    return info_;
+  }
 
-  // True when any shard reads through H5Dread (serialised by HDF5's lock).
+  // Shard k as known now: its description when opened, else (opened == false) only its path,
+  // place and record count. config_error when k is out of range.
+  [[nodiscard]] hdf5_shard_info shard_info(std::size_t k) const {
+    const auto& st = state();
+    if (k >= st.shard_count())
+      throw config_error("shard " + std::to_string(k) + " is out of range (the source has " +
+                         std::to_string(st.shard_count()) + " shards)");
+    if (st.is_open(k)) return st.shard(k).description;
+    hdf5_shard_info d;
+    d.path = st.slots[k]->path;
+    d.first_record = st.first[k];
+    d.records = st.first[k + 1] - st.first[k];
+    d.opened = false;
+    return d;
+  }
+
+  // Shards opened so far (1 after construction with lazy opening, every one with eager).
+  [[nodiscard]] std::size_t shards_opened() const noexcept {
+    return state_ ? state_->opens.load(std::memory_order_relaxed) : 0;
+  }
+
+  // True when any opened shard reads through H5Dread (serialised by HDF5's lock).
   [[nodiscard]] bool uses_fallback() const noexcept {
-    for (const auto& s : info_)
-      if (s.read_path == hdf5_read_path::h5dread_fallback) return true;
+    if (!state_) return false;
+    for (std::size_t k = 0; k < state_->shard_count(); ++k)
+      if (state_->is_open(k) &&
+          state_->shard(k).description.read_path == hdf5_read_path::h5dread_fallback)
+        return true;
     return false;
   }
 
@@ -182,7 +216,9 @@ class hdf5_source {
   }
 
   std::unique_ptr<detail::hdf5::source_state> state_;
-  std::vector<hdf5_shard_info> info_;
+  // shards(): built once, after opening every shard (call_once retries after a throw).
+  std::unique_ptr<std::once_flag> info_once_ = std::make_unique<std::once_flag>();
+  mutable std::vector<hdf5_shard_info> info_;
 };
 
 // Per-thread reader: holds the decoded-chunk cache and scratch buffers. Not thread-safe itself;
@@ -192,7 +228,7 @@ class hdf5_source::reader {
   // config_error when i is out of range or dst is smaller than record_size(i).
   void read(std::uint64_t i, std::span<std::byte> dst) {
     const std::size_t k = state_->locate(i);
-    const auto& s = state_->shards[k];
+    const auto& s = state_->shard(k);
     const std::uint64_t local = i - state_->first[k];
     const std::size_t need = s.record_bytes(local);
     if (dst.size() < need) {

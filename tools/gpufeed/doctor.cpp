@@ -143,10 +143,25 @@ void add_gpu_part(doctor_report& report, const doctor_args& args) {
 #endif
 }
 
+// The NUMA table, for the GPUs CUDA shows this process (CUDA_VISIBLE_DEVICES applies), else
+// every NVIDIA GPU in sysfs.
+void add_numa_part(doctor_report& report) {
+  numa_check_options o;
+#ifdef GPUFEED_CLI_HAS_CUDA
+  const cuda::device_query q = cuda::query();
+  for (int d = 0; q.available && d < q.device_count; ++d) {
+    const std::string bus = cuda::properties(d).pci_bus_id;
+    if (!bus.empty()) o.gpus.push_back({"cuda:" + std::to_string(d) + " (" + bus + ")", bus});
+  }
+#endif
+  add_numa_check(report, o);
+}
+
 void run_doctor(const doctor_args& args) {
   doctor_report report;
   add_device_files_check(report);
   add_gpu_part(report, args);
+  add_numa_part(report);
   storage_check_options storage;
   storage.max_bytes = static_cast<std::uint64_t>(args.max_gib * 1073741824.0);
   add_storage_check(report, args.data, storage);
