@@ -35,6 +35,14 @@
 //                     HDF5 mutex. Correct, serialised.
 // Records are always the bytes H5Dread with the dataset's native memory type would produce.
 //
+// Opening (hdf5_options::open). Lazy by default: the first shard is opened at construction, every
+// other one when a record of it is first used (read, record_size of a blob record, label,
+// decode_unit), once and thread-safely, so a rank opens only the shards its records lie in.
+// Their record counts and largest records come up front from `gpufeed pack`'s manifest.json
+// beside the first shard, else from a header read per shard (closed again); a shard that no
+// longer matches them is a format_error naming it. shards() describes every shard and so opens
+// them all; shard_info(k) and shards_opened() do not open. eager opens all at construction.
+//
 // Costs. A compressed chunk is always decoded whole, its sizes checked against the chunk's and
 // its Adler-32 (deflate) and fletcher32 checked, so damage those detect is reported, never
 // delivered (LZ4, Zstd frames without a checksum, Blosc and Bitshuffle carry no checksum of the
@@ -45,7 +53,8 @@
 // 64 MiB); read() is thread-safe but starts from nothing each call. Blob offsets and labels are
 // held in memory (8 bytes per record each); chunk extents take 24 bytes per chunk.
 //
-// Errors (each names the shard file, and the record where there is one):
+// Errors (each names the shard file, and the record where there is one; with lazy opening a
+// shard's open errors come from the call that first uses it, and again from each later use):
 //   io_error           the file cannot be opened, or a read fails or ends early (it shrank)
 //   format_error       not HDF5, truncated or damaged, missing dataset, bad offsets or labels,
 //                      extents past the end of the file, shards that disagree
@@ -124,10 +133,18 @@ class hdf5_source {
 
   // Models decode_unit_source: records of a compressed shard that start in the same chunk share
   // a unit (the source-wide number of that chunk, top bit set); records of uncompressed shards
-  // are units of their own (their index).
+  // are units of their own (their index), and so are records of a shard that cannot be opened:
+  // a hint for planning, it never throws that shard's error (the record's read reports it, to the
+  // loader's error policy, instead of the planner).
   [[nodiscard]] std::uint64_t decode_unit(std::uint64_t i) const {
     const std::size_t k = state().locate(i);
-    const auto& s = state_->shard(k);
+    const detail::hdf5::shard_index* opened = nullptr;
+    try {
+      opened = &state_->shard(k);
+    } catch (const error&) {
+      return i;
+    }
+    const auto& s = *opened;
     if (s.kind != detail::hdf5::read_kind::chunked || s.pipeline.empty()) return i;
     const std::uint64_t local = i - state_->first[k];
     const auto& g = s.grid;

@@ -1,12 +1,14 @@
 // Lazy shard opening: a source over many shards opens only the first at construction and each
 // other one when a record of it is first used; descriptors are counted in /proc/self/fd. Record
 // counts and sizes come from pack's manifest (or header reads); a bad shard's typed error names
-// it at first use; many threads touching one shard first at once open it once.
+// it at first use; many threads touching one shard first at once open it once; a loader over
+// them delivers the bad shard as the batch's error or skips its records (never a crash).
 #include <doctest/doctest.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <barrier>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -15,6 +17,7 @@
 
 #include "expect_error.hpp"
 #include "gpufeed/hdf5_source.hpp"
+#include "gpufeed/loader.hpp"
 #include "gpufeed/pack/detail/manifest.hpp"
 #include "h5_writer.hpp"
 #include "test_util.hpp"
@@ -215,4 +218,81 @@ TEST_CASE("many threads touching unopened shards at once: each opens once, every
   CHECK(bad.load() == 0);
   CHECK(src.shards_opened() == shard_count);
   CHECK(fds_under(fs::canonical(dir.path())) == shard_count);
+}
+
+namespace {
+// Fixed-layout shards (20 rows of 10 int32; row r of shard k holds k * 1000 + r * 10 + j), no
+// labels, with pack's manifest; shard `bad` replaced by text.
+std::vector<fs::path> write_fixed_shards(const fs::path& dir, int count, int bad) {
+  detail::pack::manifest_data m;
+  m.format = "hdf5";
+  std::vector<fs::path> paths;
+  for (int k = 0; k < count; ++k) {
+    paths.push_back(shard_path(dir, k));
+    std::vector<std::int32_t> v(200);
+    for (int j = 0; j < 200; ++j) v[static_cast<std::size_t>(j)] = k * 1000 + j;
+    {
+      h5_file f(paths.back());
+      dataset_spec s;
+      s.file_type = H5T_STD_I32LE;
+      s.mem_type = H5T_NATIVE_INT32;
+      s.dims = {20, 10};
+      f.add(s, v);
+    }
+    detail::pack::manifest_shard e;
+    e.file = paths.back().filename().string();
+    e.records = 20;
+    e.max_record = 40;
+    m.shards.push_back(e);
+  }
+  std::ofstream(dir / "manifest.json") << detail::pack::manifest_text(m);
+  std::ofstream(paths[static_cast<std::size_t>(bad)], std::ios::trunc) << "not HDF5\n";
+  return paths;
+}
+}  // namespace
+
+TEST_CASE("a loader over lazily opened shards: a bad shard is the batch's typed error, or skipped") {
+  // Sequential order asks the source for decode units while planning (before any read): a shard
+  // that fails to open there must not escape the planner thread.
+  test::temp_dir dir("lazyloader");
+  const auto paths = write_fixed_shards(dir.path(), 4, 2);
+  hdf5_source src(paths);
+  REQUIRE(src.size() == 80);
+  loader_config c;
+  c.batch_size = 40;  // several tasks per batch: the planner asks for decode units
+  c.order = sample_order::sequential;
+  c.part = partition{};
+  c.epochs = 1;
+  c.workers = 4;
+  c.prefetch = 2;  // 4 tasks per batch
+  c.on_error = error_policy::skip;
+  {
+    loader<hdf5_source> l(src, c);
+    std::vector<std::uint64_t> seen;
+    std::uint64_t skipped_named = 0;
+    for (auto& b : l.epoch()) {
+      for (std::size_t k = 0; k < b.size(); ++k) {
+        const auto i = b.indices()[k];
+        std::int32_t first = 0;
+        std::memcpy(&first, b.record(k).data(), 4);
+        CHECK(first == static_cast<std::int32_t>((i / 20) * 1000 + (i % 20) * 10));
+        seen.push_back(i);
+      }
+      for (const auto& s : b.skipped())
+        skipped_named += s.what.find(paths[2].string()) != std::string::npos ? 1 : 0;
+    }
+    CHECK(seen.size() == 60);  // shards 0, 1 and 3
+    for (const auto i : seen) CHECK(i / 20 != 2);
+    CHECK(skipped_named == 20);
+  }
+  c.on_error = error_policy::throw_error;
+  loader<hdf5_source> l(src, c);
+  bool thrown = false;
+  try {
+    for (auto& b : l.epoch()) (void)b;
+  } catch (const format_error& e) {
+    thrown = true;
+    CHECK(e.file() == paths[2].string());
+  }
+  CHECK(thrown);
 }
