@@ -256,6 +256,10 @@ class hdf5_source::reader {
                              std::to_string(i) + " needs " + std::to_string(need),
                          std::move(ctx));
     }
+    if (const std::size_t want = detail::hdf5::cache_capacity_for(s); want > capacity_) {
+      impl_ = detail::hdf5::record_reader(want);  // a shard whose records touch more chunks
+      capacity_ = want;
+    }
     impl_.read(s, state_->key_base[k], local, i, dst);
   }
 
@@ -266,9 +270,10 @@ class hdf5_source::reader {
  private:
   friend class hdf5_source;
   explicit reader(const detail::hdf5::source_state* state)
-      : state_(state), impl_(state->cache_capacity) {}
+      : state_(state), capacity_(state->cache_capacity), impl_(capacity_) {}
 
   const detail::hdf5::source_state* state_;
+  std::size_t capacity_;
   detail::hdf5::record_reader impl_;
 };
 

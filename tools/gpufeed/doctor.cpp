@@ -161,10 +161,10 @@ void run_doctor(const doctor_args& args) {
   doctor_report report;
   add_device_files_check(report);
   add_gpu_part(report, args);
-  add_numa_part(report);
   storage_check_options storage;
   storage.max_bytes = static_cast<std::uint64_t>(args.max_gib * 1073741824.0);
   add_storage_check(report, args.data, storage);
+  add_numa_part(report);  // after storage: scripts read the checks before it by position
   add_loader_check(report, args);
 
   const std::string out = args.json ? report.to_json_string() : report.to_text();
@@ -185,7 +185,8 @@ void add_doctor(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "doctor",
       "Check this machine: NVIDIA device files, GPU, driver and runtime versions, PCIe link, "
-      "clock throttling, pinned vs pageable copy rates, and the storage read rate of --data. "
+      "clock throttling, pinned vs pageable copy rates, the storage read rate of --data, and the "
+      "GPU <-> NUMA node <-> cores table. "
       "Exit status 0 unless a check failed (then 1).");
   cmd->add_option("--data", args->data,
                   "directory (read recursively) or file holding your shards: measure its storage "

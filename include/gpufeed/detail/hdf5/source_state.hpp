@@ -32,6 +32,14 @@ namespace gpufeed::detail::hdf5 {
 // this many bytes.
 inline constexpr std::size_t reader_cache_budget = std::size_t{64} << 20;
 
+// Decoded chunks a reader keeps for shard s: every chunk one record touches, within the budget.
+inline std::size_t cache_capacity_for(const shard_index& s) noexcept {
+  if (s.kind != read_kind::chunked || s.grid.chunk_bytes == 0) return 1;
+  const std::size_t fit = std::max<std::size_t>(1, reader_cache_budget / s.grid.chunk_bytes);
+  return std::max<std::size_t>(
+      1, static_cast<std::size_t>(std::min<std::uint64_t>(s.chunks_per_record, fit)));
+}
+
 // Chunk numbers of shard k start at k << shard_key_bits (decode units and cache keys stay unique
 // across shards without knowing unopened shards' chunk counts: 2^40 chunks per shard).
 inline constexpr int shard_key_bits = 40;
@@ -52,7 +60,7 @@ struct source_state {
   std::size_t fixed_record = 0;         // row bytes (fixed layout), 0 for blob
   std::size_t max_record = 0;
   bool labels = false;
-  std::size_t cache_capacity = 1;
+  std::size_t cache_capacity = 1;  // of a new reader: the first shard's need
   hdf5_options req;
   std::string extents_from;  // "opened", "manifest <path>" or "header reads"
   mutable std::atomic<std::size_t> opens{0};  // shards opened so far
@@ -153,11 +161,9 @@ struct source_state {
     const shard_index& z = *slots[0]->index;
     fixed_record = z.blob ? 0 : z.row_bytes;
     labels = !z.description.label_dataset.empty();
-    if (z.kind == read_kind::chunked && z.grid.chunk_bytes > 0) {
-      const std::size_t fit = std::max<std::size_t>(1, reader_cache_budget / z.grid.chunk_bytes);
-      cache_capacity = static_cast<std::size_t>(std::min<std::uint64_t>(z.chunks_per_record, fit));
-      cache_capacity = std::max<std::size_t>(cache_capacity, 1);
-    }
+    // A reader starts with the first shard's need and grows when it meets a shard needing more
+    // (hdf5_source::reader), since unopened shards' chunking is unknown here.
+    cache_capacity = cache_capacity_for(z);
     learn_extents();
     for (std::size_t k = 0; k < slots.size(); ++k) {
       first.push_back(first.back() + slots[k]->expected.records);
