@@ -67,6 +67,7 @@ class loader_state {
     for (std::size_t k = 0; k < staging.size(); ++k) {
       staging[k].buffer = resource_buffer(mr, l.slot_bytes());
       numa.check_slot(staging[k].buffer.data(), staging[k].buffer.size());
+      if (c.per_record && !c.per_record.is_fixed()) staging[k].output_sizes.resize(l.batch_size);
       free_staging.push(k);
     }
     if (timeline.on())
