@@ -1,5 +1,5 @@
 # Install rules: headers, one export set per component (so a consumer loads only what it asks
-# for and its dependencies), the package config with version file, FindLMDB.cmake and
+# for and its dependencies), the package config with version file, FindLMDB.cmake, FindNUMA.cmake and
 # FindGpufeedCodecs.cmake.
 set(GPUFEED_CMAKE_DIR ${CMAKE_INSTALL_DATADIR}/cmake/gpufeed)  # header-only: arch-independent
 
@@ -21,5 +21,6 @@ install(FILES
   ${PROJECT_BINARY_DIR}/gpufeedConfig.cmake
   ${PROJECT_BINARY_DIR}/gpufeedConfigVersion.cmake
   ${PROJECT_SOURCE_DIR}/cmake/FindLMDB.cmake
+  ${PROJECT_SOURCE_DIR}/cmake/FindNUMA.cmake
   ${PROJECT_SOURCE_DIR}/cmake/FindGpufeedCodecs.cmake
   DESTINATION ${GPUFEED_CMAKE_DIR})

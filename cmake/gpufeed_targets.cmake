@@ -2,6 +2,10 @@
 # is found, and GPUFEED_COMPONENTS lists the ones that were (the install rules export exactly
 # those, and gpufeedConfig.cmake refuses a component the installed copy does not have).
 find_package(Threads REQUIRED)
+# libnuma: the loader places its slots and workers on a NUMA node (detail/numa/).
+list(PREPEND CMAKE_MODULE_PATH "${CMAKE_CURRENT_LIST_DIR}")
+find_package(NUMA REQUIRED)
+list(POP_FRONT CMAKE_MODULE_PATH)
 
 add_library(gpufeed INTERFACE)
 add_library(gpufeed::gpufeed ALIAS gpufeed)
@@ -9,7 +13,7 @@ target_include_directories(gpufeed INTERFACE
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 target_compile_features(gpufeed INTERFACE cxx_std_20)
-target_link_libraries(gpufeed INTERFACE Threads::Threads)
+target_link_libraries(gpufeed INTERFACE Threads::Threads NUMA::NUMA)
 set(GPUFEED_COMPONENTS "")
 
 # --- cuda: CUDA runtime, NVTX3, CCCL (Thrust/CUB). Host code compiles with the C++ compiler;

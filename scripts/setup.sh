@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(build-essential cmake pkg-config libhdf5-dev liblmdb-dev doctest-dev zlib1g-dev
           libcli11-dev nlohmann-json3-dev libdlpack-dev libdeflate-dev liblz4-dev libzstd-dev libblosc-dev
           python3-h5py python3-hdf5plugin hdf5-filter-plugin bitshuffle
-          hdf5-filter-plugin-blosc-serial python3-zstandard)
+          hdf5-filter-plugin-blosc-serial python3-zstandard libnuma-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -115,6 +115,20 @@ void add_gpu_part(doctor_report& report, const doctor_args& args) {
 #endif
 }
 
+// The NUMA table, for the GPUs CUDA shows this process (CUDA_VISIBLE_DEVICES applies), else
+// every NVIDIA GPU in sysfs.
+void add_numa_part(doctor_report& report) {
+  numa_check_options o;
+#ifdef GPUFEED_CLI_HAS_CUDA
+  const cuda::device_query q = cuda::query();
+  for (int d = 0; q.available && d < q.device_count; ++d) {
+    const std::string bus = cuda::properties(d).pci_bus_id;
+    if (!bus.empty()) o.gpus.push_back({"cuda:" + std::to_string(d) + " (" + bus + ")", bus});
+  }
+#endif
+  add_numa_check(report, o);
+}
+
 void run_doctor(const doctor_args& args) {
   doctor_report report;
   add_device_files_check(report);
@@ -122,6 +136,7 @@ void run_doctor(const doctor_args& args) {
   storage_check_options storage;
   storage.max_bytes = static_cast<std::uint64_t>(args.max_gib * 1073741824.0);
   add_storage_check(report, args.data, storage);
+  add_numa_part(report);  // after storage: scripts read the checks before it by position
   add_loader_check(report, args);
 
   const std::string out = args.json ? report.to_json_string() : report.to_text();
@@ -144,7 +159,8 @@ void add_doctor(CLI::App& app) {
       "doctor",
       "Check this machine: NVIDIA device files, GPU, driver and runtime versions, PCIe link, "
       "clock throttling, pinned vs pageable copy rates, the storage read rate of --data and a "
-      "loader run over it. Exit status 0 unless a check failed (then 1).");
+      "loader run over it, and the GPU <-> NUMA node <-> cores table. "
+      "Exit status 0 unless a check failed (then 1).");
   cmd->add_option("--data", args->data,
                   "directory (read recursively) or file holding your shards: measure its storage "
                   "and page-cache read rates and run the loader over its shards (for a sweep of "
