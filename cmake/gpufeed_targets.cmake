@@ -68,8 +68,8 @@ else()
   message(STATUS "gpufeed: LMDB not found (apt install liblmdb-dev); the lmdb component is not built")
 endif()
 
-# --- image: gpufeed/image/ (JPEG decode through TurboJPEG, PNG through libspng, resize through
-# stb_image_resize; the augmentations and the record transform built on them).
+# --- image: gpufeed/image/ (JPEG decode through TurboJPEG, PNG through libspng; the
+# augmentations and the record transform built on them).
 list(PREPEND CMAKE_MODULE_PATH "${CMAKE_CURRENT_LIST_DIR}")
 find_package(GpufeedImage QUIET)
 list(POP_FRONT CMAKE_MODULE_PATH)
@@ -77,12 +77,11 @@ if(GpufeedImage_FOUND)
   add_library(gpufeed_image INTERFACE)
   add_library(gpufeed::image ALIAS gpufeed_image)
   set_target_properties(gpufeed_image PROPERTIES EXPORT_NAME image)
-  target_link_libraries(gpufeed_image INTERFACE gpufeed GpufeedImage::turbojpeg GpufeedImage::spng
-                        GpufeedImage::stb)
+  target_link_libraries(gpufeed_image INTERFACE gpufeed GpufeedImage::turbojpeg GpufeedImage::spng)
   list(APPEND GPUFEED_COMPONENTS image)
 else()
-  message(STATUS "gpufeed: TurboJPEG, libspng or libstb not found (apt install libturbojpeg0-dev "
-                 "libspng-dev libstb-dev); the image component is not built")
+  message(STATUS "gpufeed: TurboJPEG or libspng not found (apt install libturbojpeg0-dev "
+                 "libspng-dev); the image component is not built")
 endif()
 
 # --- doctor: gpufeed/doctor/ (host checks, report). Its GPU checks, gpufeed/cuda/doctor/, need

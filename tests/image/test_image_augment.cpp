@@ -152,3 +152,22 @@ TEST_CASE("resize_box: a whole-pixel box at its own size is a copy; a flat image
   CHECK(gpufeed::test::has(gpufeed::test::error_of<config_error>([&] { resize_box(s, {30, 0, 11, 5}, d); }),
                  "not inside the source"));
 }
+
+TEST_CASE("resize_box is PIL's BILINEAR: antialiased 2x shrink, plain bilinear 2x enlarge") {
+  // Shrinking 8 -> 4: taps 1/8, 3/8, 3/8, 1/8 around each output centre, renormalised at edges
+  // (worked by hand: 29 = (40 * 3/4 + 80 / 4) / 1.75, 241 = (200 / 4 + 240 * 3/4 + 255 * 3/4) / 1.75).
+  std::vector<std::uint8_t> in{0, 40, 80, 120, 160, 200, 240, 255}, out(4);
+  resize_box({in.data(), 8, 1, 1, 8}, {0, 0, 8, 1}, {out.data(), 4, 1, 1, 4});
+  CHECK(out == std::vector<std::uint8_t>{29, 100, 180, 241});
+  // Enlarging 2 -> 4: centres at 0.25, 0.75, 1.25, 1.75 of [0, 100].
+  std::vector<std::uint8_t> two{0, 100}, four(4);
+  resize_box({two.data(), 2, 1, 1, 2}, {0, 0, 2, 1}, {four.data(), 4, 1, 1, 4});
+  CHECK(four == std::vector<std::uint8_t>{0, 25, 75, 100});
+  // The same along columns, on 3 channels.
+  std::vector<std::uint8_t> col(8 * 3), colout(4 * 3);
+  for (int y = 0; y < 8; ++y)
+    for (int c = 0; c < 3; ++c) col[y * 3 + c] = in[y];
+  resize_box({col.data(), 1, 8, 3, 3}, {0, 0, 1, 8}, {colout.data(), 1, 4, 3, 3});
+  for (int y = 0; y < 4; ++y)
+    for (int c = 0; c < 3; ++c) CHECK(colout[y * 3 + c] == out[y]);
+}

@@ -16,13 +16,11 @@
 //   so the same generator state gives the same box everywhere.
 // - center_crop_box is torchvision's CenterCrop: offsets round((w - cw) / 2); a crop larger than
 //   the image is clamped to it (torchvision pads instead; gpufeed never invents pixels).
-// - resize_box uses stb_image_resize (Debian libstb-dev) with its triangle filter — bilinear that
-//   widens its support when shrinking, as PIL's BILINEAR (torchvision's default) does — edges
-//   clamped, no colour-space conversion. The box may be fractional (a box of the full image
-//   mapped onto a DCT-scaled decode).
+// - resize_box is PIL's BILINEAR resize (torchvision's default for PIL images): a triangle filter
+//   that widens its support when shrinking (antialiasing), edges renormalised, 8-bit fixed-point
+//   weights; written in gpufeed (detail/image/resample.hpp says why no library's). The box may be
+//   fractional (a box of the full image mapped onto a DCT-scaled decode).
 #pragma once
-
-#include <stb_image_resize.h>
 
 #include <algorithm>
 #include <cmath>
@@ -30,6 +28,7 @@
 #include <utility>
 
 #include "gpufeed/detail/image/random.hpp"
+#include "gpufeed/detail/image/resample.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/image/image_view.hpp"
 
@@ -115,24 +114,27 @@ inline crop_box scale_box(const crop_box& b, double sx, double sy) {
   return {b.x * sx, b.y * sy, b.width * sx, b.height * sy};
 }
 
+// Keeps resize_box's coefficient tables and intermediate rows between calls: one per thread
+// resizes without allocating once warm.
+using resampler = detail::image::resampler;
+
 // Resamples box `b` of src into all of dst (same channel count). Throws config_error for a box
 // outside src or a channel mismatch.
-inline void resize_box(const image_view& src, const crop_box& b, const image_view& dst) {
+inline void resize_box(const image_view& src, const crop_box& b, const image_view& dst,
+                       resampler& r) {
   if (src.channels != dst.channels || src.channels < 1 || src.channels > 4)
     throw config_error("resize_box: source and destination channel counts differ");
   const double eps = 1e-6;
   if (b.width <= 0 || b.height <= 0 || b.x < -eps || b.y < -eps ||
-      b.x + b.width > src.width + eps || b.y + b.height > src.height + eps)
+      b.x + b.width > src.width + eps || b.y + b.height > src.height + eps || dst.width <= 0 ||
+      dst.height <= 0)
     throw config_error("resize_box: the box is not inside the source image");
-  const float s0 = static_cast<float>(b.x / src.width), t0 = static_cast<float>(b.y / src.height);
-  const float s1 = std::min(1.0f, static_cast<float>((b.x + b.width) / src.width));
-  const float t1 = std::min(1.0f, static_cast<float>((b.y + b.height) / src.height));
-  if (!stbir_resize_region(src.data, src.width, src.height, static_cast<int>(src.stride),
-                           dst.data, dst.width, dst.height, static_cast<int>(dst.stride),
-                           STBIR_TYPE_UINT8, src.channels, STBIR_ALPHA_CHANNEL_NONE, 0,
-                           STBIR_EDGE_CLAMP, STBIR_EDGE_CLAMP, STBIR_FILTER_TRIANGLE,
-                           STBIR_FILTER_TRIANGLE, STBIR_COLORSPACE_LINEAR, nullptr, s0, t0, s1, t1))
-    throw library_error("stbir_resize_region failed (out of memory)");
+  r.run(src, b.x, b.y, b.width, b.height, dst);
+}
+
+inline void resize_box(const image_view& src, const crop_box& b, const image_view& dst) {
+  resampler r;
+  resize_box(src, b, dst, r);
 }
 
 // Mirrors every row in place.

@@ -2,8 +2,8 @@
 // rgb_image (an owned, reusable one).
 //
 // Every image function in gpufeed works on 8-bit interleaved rows, height x width x channels,
-// rows `stride` bytes apart (stride >= width * channels), top row first — the layout TurboJPEG,
-// libspng and stb_image_resize use, and what cuda::normalizer reads as uint8 HWC.
+// rows `stride` bytes apart (stride >= width * channels), top row first — the layout TurboJPEG
+// and libspng write, and what cuda::normalizer reads as uint8 HWC.
 #pragma once
 
 #include <cstddef>
