@@ -3,7 +3,7 @@
 //   train_crop  torchvision's RandomResizedCrop(size) + RandomHorizontalFlip() of a JPEG/PNG
 //   eval_crop   Resize(resize) + CenterCrop(size)
 //
-// each writing size x size x 3 uint8 (HWC RGB) into caller memory — a record's place in a loader
+// each writing size x size x 3 uint8 RGB (HWC, or CHW planes with layout = chw) into caller memory — a record's place in a loader
 // slot — for cuda::normalizer to turn into float/half CHW on the GPU.
 //
 //   gpufeed::image::train_crop crop({.size = 224});        // one per worker thread
@@ -35,8 +35,13 @@
 
 namespace gpufeed::image {
 
+// How the output's pixels are laid out: interleaved (HWC, what decoders write) or planar (CHW,
+// what cuda::normalizer turns into planar floats for a CHW model input).
+enum class pixel_layout { hwc, chw };
+
 struct train_crop_options {
   int size = 224;                        // output is size x size x 3
+  pixel_layout layout = pixel_layout::hwc;
   random_resized_crop_options crop{};
   bool flip = true;                      // horizontal flip with probability 1/2
   bool dct_scaling = true;
@@ -45,6 +50,7 @@ struct train_crop_options {
 
 struct eval_crop_options {
   int resize = 256, size = 224;
+  pixel_layout layout = pixel_layout::hwc;
   bool dct_scaling = true;
   decoder_options decoder{};
 };
@@ -55,7 +61,7 @@ namespace detail_crop {
 inline void decode_box(image_decoder& dec, rgb_image& scratch, resampler& rs,
                        std::span<const std::byte> bytes,
                        const image_header& h, crop_box box, int size, bool dct_scaling,
-                       std::span<std::byte> out, const error_context& where) {
+                       const image_view& dst, const error_context& where) {
   int need_w = 0, need_h = 0;
   if (dct_scaling && h.format == image_format::jpeg) {
     // Decoded width W' must give box.width * W' / W >= size.
@@ -66,9 +72,32 @@ inline void decode_box(image_decoder& dec, rgb_image& scratch, resampler& rs,
   const double sx = static_cast<double>(scratch.width()) / h.width;
   const double sy = static_cast<double>(scratch.height()) / h.height;
   box = scale_box(box, sx, sy);
-  const image_view dst{reinterpret_cast<std::uint8_t*>(out.data()), size, size, 3,
-                       static_cast<std::size_t>(size) * 3};
   resize_box(scratch.view(), box, dst, rs);
+}
+
+// Where the resize writes: straight into `out` (HWC), or into `hwc` to be made planar.
+inline image_view target(pixel_layout layout, std::span<std::byte> out, rgb_image& hwc, int size) {
+  if (layout == pixel_layout::chw) {
+    hwc.reshape(size, size, 3);
+    return hwc.view();
+  }
+  return {reinterpret_cast<std::uint8_t*>(out.data()), size, size, 3,
+          static_cast<std::size_t>(size) * 3};
+}
+
+// HWC `v` to three planes in `out`.
+inline void to_planar(const image_view& v, std::span<std::byte> out) noexcept {
+  const std::size_t plane = static_cast<std::size_t>(v.width) * static_cast<std::size_t>(v.height);
+  auto* o = reinterpret_cast<std::uint8_t*>(out.data());
+  for (int y = 0; y < v.height; ++y) {
+    const std::uint8_t* p = v.row(y);
+    const std::size_t at = static_cast<std::size_t>(y) * static_cast<std::size_t>(v.width);
+    for (int x = 0; x < v.width; ++x, p += 3) {
+      o[at + static_cast<std::size_t>(x)] = p[0];
+      o[plane + at + static_cast<std::size_t>(x)] = p[1];
+      o[2 * plane + at + static_cast<std::size_t>(x)] = p[2];
+    }
+  }
 }
 
 inline void check_out(std::span<std::byte> out, int size, const error_context& where) {
@@ -93,10 +122,10 @@ class train_crop {
     const image_header h = dec_.header(bytes, where);
     const crop_box box = random_resized_crop_box(h.width, h.height, g, o_.crop);
     const bool flip = o_.flip && coin(g);
-    detail_crop::decode_box(dec_, scratch_, rs_, bytes, h, box, o_.size, o_.dct_scaling, out, where);
-    if (flip)
-      flip_horizontal({reinterpret_cast<std::uint8_t*>(out.data()), o_.size, o_.size, 3,
-                       static_cast<std::size_t>(o_.size) * 3});
+    const image_view dst = detail_crop::target(o_.layout, out, hwc_, o_.size);
+    detail_crop::decode_box(dec_, scratch_, rs_, bytes, h, box, o_.size, o_.dct_scaling, dst, where);
+    if (flip) flip_horizontal(dst);
+    if (o_.layout == pixel_layout::chw) detail_crop::to_planar(dst, out);
   }
 
   [[nodiscard]] const train_crop_options& options() const noexcept { return o_; }
@@ -107,7 +136,7 @@ class train_crop {
  private:
   train_crop_options o_;
   image_decoder dec_;
-  rgb_image scratch_;
+  rgb_image scratch_, hwc_;
   resampler rs_;
 };
 
@@ -120,7 +149,9 @@ class eval_crop {
     detail_crop::check_out(out, o_.size, where);
     const image_header h = dec_.header(bytes, where);
     const crop_box box = resize_center_crop_box(h.width, h.height, o_.resize, o_.size);
-    detail_crop::decode_box(dec_, scratch_, rs_, bytes, h, box, o_.size, o_.dct_scaling, out, where);
+    const image_view dst = detail_crop::target(o_.layout, out, hwc_, o_.size);
+    detail_crop::decode_box(dec_, scratch_, rs_, bytes, h, box, o_.size, o_.dct_scaling, dst, where);
+    if (o_.layout == pixel_layout::chw) detail_crop::to_planar(dst, out);
   }
 
   [[nodiscard]] const eval_crop_options& options() const noexcept { return o_; }
@@ -131,7 +162,7 @@ class eval_crop {
  private:
   eval_crop_options o_;
   image_decoder dec_;
-  rgb_image scratch_;
+  rgb_image scratch_, hwc_;
   resampler rs_;
 };
 
