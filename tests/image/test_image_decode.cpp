@@ -191,3 +191,23 @@ TEST_CASE("PNG decodes to its exact pixels; grayscale replicated; a bad CRC is a
   const std::vector<std::byte> cut(png.begin(), png.begin() + static_cast<long>(png.size() / 2));
   CHECK(has(error_of<corrupt_error>([&] { dec.decode(cut, px, record_context()); }), "record 42"));
 }
+
+TEST_CASE("one decoder over progressive, baseline, gray and CMYK JPEGs in turn stays exact") {
+  // TurboJPEG 2.1.5's compressor corrupts baseline output after a progressive image on the same
+  // handle (bench/photos/make_photo_set.cpp); the decompressor must not carry state either.
+  temp_dir dir("img");
+  const auto rgb = synthetic_picture(301, 213);
+  const std::vector<std::vector<std::byte>> jpegs{
+      cjpeg(dir.path(), rgb, "-quality 90 -progressive", "p"), cjpeg(dir.path(), rgb, "-quality 80", "b"),
+      cjpeg(dir.path(), synthetic_picture(301, 213, 1), "-progressive", "g"),
+      cmyk_jpeg(synthetic_picture(301, 213, 4)), cjpeg(dir.path(), rgb, "-quality 70", "b2")};
+  image_decoder dec;
+  rgb_image px;
+  for (int round = 0; round < 2; ++round)
+    for (std::size_t k = 0; k < jpegs.size(); ++k) {
+      CAPTURE(k);
+      const int d = k % 2 ? 2 : 1;
+      dec.decode_jpeg_scaled(jpegs[k], d, px);
+      check_equal(px, djpeg(dir.path(), jpegs[k], d, "seq" + std::to_string(k)));
+    }
+}

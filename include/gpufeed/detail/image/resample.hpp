@@ -97,6 +97,20 @@ class resampler {
       for (int i = 0; i < dst.width; ++i) {
         const int lo = h_.first[static_cast<std::size_t>(i)], n = h_.count[static_cast<std::size_t>(i)];
         const std::int32_t* w = &h_.weights[static_cast<std::size_t>(i) * static_cast<std::size_t>(h_.taps)];
+        if (C == 3) {  // RGB, the common case: the three channels in one pass over the taps
+          std::int32_t r = 0, g = 0, b = 0;
+          const std::uint8_t* p = in + static_cast<std::size_t>(lo) * 3;
+          for (int k = 0; k < n; ++k, p += 3) {
+            r += w[k] * p[0];
+            g += w[k] * p[1];
+            b += w[k] * p[2];
+          }
+          std::uint8_t* o = out + static_cast<std::size_t>(i) * 3;
+          o[0] = clip8(r);
+          o[1] = clip8(g);
+          o[2] = clip8(b);
+          continue;
+        }
         for (int c = 0; c < C; ++c) {
           std::int32_t acc = 0;
           const std::uint8_t* p = in + static_cast<std::size_t>(lo) * static_cast<std::size_t>(C) + c;
@@ -109,18 +123,22 @@ class resampler {
       const int lo = v_.first[static_cast<std::size_t>(j)] - row0, n = v_.count[static_cast<std::size_t>(j)];
       const std::int32_t* w = &v_.weights[static_cast<std::size_t>(j) * static_cast<std::size_t>(v_.taps)];
       std::uint8_t* out = dst.row(j);
-      for (std::size_t x = 0; x < mid_stride; ++x) {
-        std::int32_t acc = 0;
-        const std::uint8_t* p = &mid_[static_cast<std::size_t>(lo) * mid_stride + x];
-        for (int k = 0; k < n; ++k) acc += w[k] * p[static_cast<std::size_t>(k) * mid_stride];
-        out[x] = clip8(acc);
+      // Taps outer, pixels inner: the inner loop runs along a row (the compiler vectorises it).
+      acc_.assign(mid_stride, 0);
+      std::int32_t* acc = acc_.data();
+      for (int k = 0; k < n; ++k) {
+        const std::uint8_t* p = &mid_[static_cast<std::size_t>(lo + k) * mid_stride];
+        const std::int32_t wk = w[k];
+        for (std::size_t x = 0; x < mid_stride; ++x) acc[x] += wk * p[x];
       }
+      for (std::size_t x = 0; x < mid_stride; ++x) out[x] = clip8(acc[x]);
     }
   }
 
  private:
   resample_axis h_, v_;
   std::vector<std::uint8_t> mid_;
+  std::vector<std::int32_t> acc_;
 };
 
 }  // namespace gpufeed::detail::image
