@@ -12,6 +12,8 @@
 //   in.bytes  the record as the source delivers it (its read() bytes). Valid during the call
 //             only: it lies in the worker's scratch buffer, or in the source's own memory when
 //             its reader hands out views (source.hpp's view_reader), never in the slot.
+//             lmdb_source hands out none: its map reads are guarded against SIGBUS by jumping
+//             out of the read, which cannot be done across user code, so values are copied.
 //   out       the record's place in the staging slot (pinned memory on a device target):
 //             output_bytes() bytes. Write there; nothing is copied afterwards on the host.
 //   rng       this record's generator, seeded from (seed, epoch, in.index): the same values
@@ -20,6 +22,8 @@
 //             bounded(): the bytes written, at most output_bytes().
 // It runs on several worker threads at once (one record per call): it must be thread-safe and
 // keep no state across records that affects its output, or the result depends on scheduling.
+// It must be copyable (it is stored in a std::function): hold move-only state (a decoder pool)
+// by pointer or shared_ptr, alive as long as the loader.
 //
 // Sizes and slot layout. Slots are sized from the output, not the source's records:
 // batch_size x output_bytes() bytes of record data per slot (loader_config::slot_data_bytes
@@ -31,8 +35,8 @@
 //               batch is laid out like any variable-size batch (record k at
 //               [offsets()[k], offsets()[k+1]), record_bytes() == 0) and the H2D copy moves the
 //               real bytes, not batch_size x n. The packing is one forward memmove of each
-//               record that follows a short one (memory speed, ~10 GB/s on one core, beside
-//               milliseconds of decode per record).
+//               record after the first short one: at most one pass over the batch's output
+//               bytes, on one thread, against a decode per record spread over all workers.
 //
 // Errors. An exception from the callable is a failure of that record and follows
 // loader_config::on_error like a failed read: throw_error delivers it at its batch, skip leaves
@@ -49,7 +53,8 @@
 //
 // Cost: the callable is stored type-erased (std::function), one indirect call per record —
 // nanoseconds beside the microseconds to milliseconds of a JPEG decode it exists for, so a
-// template parameter on the loader would buy nothing measurable.
+// template parameter on the loader would buy nothing measurable. stats().workers[w]
+// .transform_seconds is the time spent inside it (part of read_seconds).
 //
 // Composing with GPU transforms: the per-batch loader_config::transform runs after the batch's
 // copy, on the stage's output. E.g. the stage writes uint8 CHW (planar) 3 x 224 x 224 records and

@@ -6,8 +6,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "gpufeed/loader.hpp"
@@ -235,4 +237,81 @@ TEST_CASE("record transform settings are checked") {
   CHECK_THROWS_AS(loader<sharded_source>(src, c), config_error);
   CHECK_FALSE(static_cast<bool>(record_transform{}));
   CHECK(record_transform{}.output_bytes() == 0);
+}
+
+TEST_CASE("stats: the time inside the transform is counted, as part of the workers' read time") {
+  test::watchdog dog(60s, "record transform stats");
+  sharded_source src(64, 8);
+  loader_config c = config(8, 2);
+  c.epochs = 1;
+  c.per_record = record_transform::fixed(
+      8, [](const record_input&, std::span<std::byte>, record_rng&) {
+        std::this_thread::sleep_for(std::chrono::microseconds(300));
+      });
+  loader<sharded_source> l(src, c);
+  while (auto b = l.next()) {
+  }
+  const auto s = l.stats();
+  double transform = 0;
+  for (const auto& w : s.workers) transform += w.transform_seconds;
+  CHECK(transform >= 64 * 300e-6);  // every record slept at least 300 us inside the callable
+  CHECK(transform <= s.read_seconds());
+}
+
+TEST_CASE("on the host target the batch hook runs after the stage, on the stage's outputs") {
+  test::watchdog dog(60s, "record transform then batch hook");
+  sharded_source src(90, 5);
+  loader_config c = config(16, 3);
+  c.epochs = 1;
+  c.per_record = record_transform::fixed(
+      8, [](const record_input& in, std::span<std::byte> out, record_rng&) {
+        const std::uint64_t v = in.index * 3 + 1;
+        std::memcpy(out.data(), &v, 8);
+      });
+  c.transform_output_bytes = 8;
+  c.transform = [](const batch_view& v, stream_handle) {
+    std::uint64_t sum = 0;
+    for (std::size_t k = 0; k < v.records; ++k) {
+      std::uint64_t x = 0;
+      std::memcpy(&x, v.data + v.offsets[k], 8);
+      sum += x;
+    }
+    std::memcpy(v.output, &sum, 8);
+  };
+  loader<sharded_source> l(src, c);
+  std::size_t records = 0;
+  while (auto b = l.next()) {
+    std::uint64_t want = 0, got = 0;
+    for (std::uint64_t i : b->indices()) want += i * 3 + 1;
+    std::memcpy(&got, b->output().data(), 8);
+    CHECK(got == want);
+    records += b->size();
+  }
+  CHECK(records == 90);
+}
+
+TEST_CASE("bounded outputs may be empty: zero-byte records keep their place") {
+  test::watchdog dog(60s, "record transform empty outputs");
+  sharded_source src(60, 4);
+  loader_config c = config(12, 2);
+  c.epochs = 1;
+  c.order = sample_order::sequential;
+  c.per_record = record_transform::bounded(
+      4, [](const record_input& in, std::span<std::byte> out, record_rng&) -> std::size_t {
+        if (in.index % 2 == 0) return 0;
+        std::copy(in.bytes.begin(), in.bytes.end(), out.begin());
+        return out.size();
+      });
+  loader<sharded_source> l(src, c);
+  std::size_t records = 0;
+  while (auto b = l.next()) {
+    for (std::size_t k = 0; k < b->size(); ++k) {
+      const std::uint64_t i = b->indices()[k];
+      CHECK(b->record(k).size() == (i % 2 ? 4u : 0u));
+      if (i % 2) CHECK(src.matches(i, b->record(k)));
+    }
+    CHECK(b->data().size() == b->size() / 2 * 4);
+    records += b->size();
+  }
+  CHECK(records == 60);
 }

@@ -130,10 +130,16 @@ pipeline_setup resolve_config(const Source& src, loader_config c,
   so.part = c.part;
   record_units units;
   if (c.order == sample_order::block_shuffled) {
-    // Storage blocks are of the source's records (a record transform's outputs are not stored).
-    const std::size_t stored_bytes = fixed_record_size(src);
-    const std::size_t mean_bytes =
-        stored_bytes ? stored_bytes : std::max<std::size_t>(1, c.slot_data_bytes / c.batch_size);
+    // Storage blocks hold the source's records: with a record transform, size units from
+    // those, not from its outputs.
+    std::size_t mean_bytes =
+        record_bytes ? record_bytes : std::max<std::size_t>(1, c.slot_data_bytes / c.batch_size);
+    if (c.per_record) {
+      mean_bytes = fixed_record_size(src);
+      if constexpr (requires { src.max_record_size(); })
+        if (!mean_bytes) mean_bytes = src.max_record_size();
+      mean_bytes = std::max<std::size_t>(1, mean_bytes ? mean_bytes : c.per_record.output_bytes());
+    }
     units = units_of(src, block_records(mean_bytes));
     if (c.shuffle_window == 0) {
       const std::uint64_t unit_records =

@@ -128,10 +128,10 @@ class producer {
       const std::uint64_t* off = slot_layout::offsets(base, l);
       std::byte* data = slot_layout::data(base, l);
       const auto t0 = steady::now();
-      std::uint64_t bytes = 0, failures = 0;
+      std::uint64_t bytes = 0, failures = 0, transform_ns = 0;
       if (transform) {
         probe_range range(s_.engine->probe(), "gpufeed read + transform");
-        bytes = stage.run(reader, slot, l, task->begin, task->end, failures);
+        bytes = stage.run(reader, slot, l, task->begin, task->end, failures, transform_ns);
       } else {
         probe_range range(s_.engine->probe(), "gpufeed read");
         for (std::size_t k = task->begin; k < task->end; ++k) {
@@ -147,7 +147,9 @@ class producer {
       }
       const std::uint64_t wall = since_ns(t0);
       c.read_ns.fetch_add(wall, std::memory_order_relaxed);
-      s_.timeline.add_ending_now(w, "read", wall, slot.meta.sequence);
+      if (transform) c.transform_ns.fetch_add(transform_ns, std::memory_order_relaxed);
+      s_.timeline.add_ending_now(w, transform ? "read + transform" : "read", wall,
+                                 slot.meta.sequence);
       c.records.fetch_add(task->end - task->begin, std::memory_order_relaxed);
       c.bytes.fetch_add(bytes, std::memory_order_relaxed);
       c.chunks.fetch_add(1, std::memory_order_relaxed);
