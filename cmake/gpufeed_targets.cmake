@@ -84,6 +84,22 @@ else()
   message(STATUS "gpufeed: DLPack not found (apt install libdlpack-dev); the dlpack component is not built")
 endif()
 
+# --- image: gpufeed/image/ (JPEG decode through TurboJPEG, PNG through libspng; the
+# augmentations and the record transform built on them).
+list(PREPEND CMAKE_MODULE_PATH "${CMAKE_CURRENT_LIST_DIR}")
+find_package(GpufeedImage QUIET)
+list(POP_FRONT CMAKE_MODULE_PATH)
+if(GpufeedImage_FOUND)
+  add_library(gpufeed_image INTERFACE)
+  add_library(gpufeed::image ALIAS gpufeed_image)
+  set_target_properties(gpufeed_image PROPERTIES EXPORT_NAME image)
+  target_link_libraries(gpufeed_image INTERFACE gpufeed GpufeedImage::turbojpeg GpufeedImage::spng)
+  list(APPEND GPUFEED_COMPONENTS image)
+else()
+  message(STATUS "gpufeed: TurboJPEG or libspng not found (apt install libturbojpeg0-dev "
+                 "libspng-dev); the image component is not built")
+endif()
+
 # --- doctor: gpufeed/doctor/ (host checks, report). Its GPU checks, gpufeed/cuda/doctor/, need
 # the cuda component as well. dl: NVML is loaded at run time (dlopen is in libc only from glibc
 # 2.34).
