@@ -14,6 +14,7 @@
 
 #include "gpufeed/batch.hpp"
 #include "gpufeed/decode_stats.hpp"
+#include "gpufeed/numa.hpp"
 #include "gpufeed/target.hpp"
 
 namespace gpufeed {
@@ -21,6 +22,7 @@ namespace gpufeed {
 struct worker_stats {
   std::uint64_t records = 0, bytes = 0, chunks = 0, failures = 0;
   double read_seconds = 0;  // inside the source's read (I/O + decode), wall time
+  double transform_seconds = 0;  // of which inside the per-record transform (record_transform.hpp)
   double read_cpu_seconds = 0;  // CPU time of the worker thread (its reads, plus the small
                                 // hand-off work around them; Linux schedstat)
   double runqueue_seconds = 0;  // runnable but waiting for a core (whole thread; Linux schedstat)
@@ -60,6 +62,7 @@ struct loader_stats {
   // decode_stats_source, e.g. hdf5_source; nullopt for the others). A source shared by several
   // loaders counts all their reads; peak and budget are the source's.
   std::optional<decode_stats> decode;
+  numa_stats numa;                     // where the slots and threads were placed, and checked
 
   [[nodiscard]] double records_per_second() const noexcept {
     return elapsed_seconds > 0 ? static_cast<double>(records) / elapsed_seconds : 0.0;

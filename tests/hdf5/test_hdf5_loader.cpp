@@ -221,3 +221,76 @@ TEST_CASE("sequential loader, automatic tasks: each compressed chunk is decoded 
     for (const auto& [chunk, n] : counts) CHECK(n == 1);
   }
 }
+
+TEST_CASE("sequential order through the loader: 0..n-1 each epoch, bytes exact, any workers") {
+  three_shards d;
+  hdf5_source src(d.paths);
+  for (const std::size_t workers : {1, 2, 4, 7}) {
+    CAPTURE(workers);
+    loader_config c = sequential(200);
+    c.workers = workers;
+    c.epochs = 2;
+    loader<hdf5_source> l(src, c);
+    test::check_sequential_epochs(l, src.size(), 2, [&](std::uint64_t i, auto bytes) {
+      const auto& want = d.expected[static_cast<std::size_t>(i)];
+      return bytes.size() == want.size() && std::equal(want.begin(), want.end(), bytes.begin());
+    });
+  }
+}
+
+TEST_CASE("sequential loader over ranks: a rank's block starts mid-chunk, bytes still exact") {
+  three_shards d;
+  hdf5_source src(d.paths);
+  std::vector<std::uint64_t> seen;
+  // 375 records per rank: ranks 1 and 3 start inside a chunk (rows 375 and 1125).
+  for (std::uint32_t r = 0; r < 4; ++r) {
+    loader_config c = sequential(96);
+    c.part = partition{r, 4};
+    loader<hdf5_source> l(src, c);
+    drain(l, d, seen);
+  }
+  check_exactly_once(std::move(seen), src.size());
+}
+
+TEST_CASE("a record transform over HDF5 shards: its input is the record, its errors name the shard") {
+  static_assert(gpufeed::detail::sharded_source<hdf5_source>);
+  const three_shards d;
+  const hdf5_source src(d.paths);
+  loader_config c = sequential(50);
+  c.order = sample_order::shuffled;
+  c.workers = 3;
+  // Fixed 16-byte outputs: the record's first 8 and last 8 bytes.
+  c.per_record = record_transform::fixed(
+      16, [&d](const record_input& in, std::span<std::byte> out, record_rng&) {
+        if (in.index == 850) throw corrupt_error("not an image");
+        REQUIRE(in.bytes.size() == row);
+        CHECK(std::equal(in.bytes.begin(), in.bytes.end(),
+                         d.expected[static_cast<std::size_t>(in.index)].begin()));
+        std::copy_n(in.bytes.begin(), 8, out.begin());
+        std::copy_n(in.bytes.end() - 8, 8, out.begin() + 8);
+      });
+  loader<hdf5_source> l(src, c);
+  std::vector<int> seen(src.size(), 0);
+  int errors = 0;
+  for (;;) {
+    try {
+      auto b = l.next();
+      if (!b) break;
+      for (std::size_t k = 0; k < b->size(); ++k) {
+        const auto i = static_cast<std::size_t>(b->indices()[k]);
+        const auto r = b->record(k);
+        REQUIRE(r.size() == 16);
+        CHECK(std::equal(r.begin(), r.begin() + 8, d.expected[i].begin()));
+        CHECK(std::equal(r.begin() + 8, r.end(), d.expected[i].end() - 8));
+        ++seen[i];
+      }
+    } catch (const corrupt_error& e) {
+      ++errors;
+      CHECK(e.file() == d.paths[1].string());  // record 850 lies in the second shard
+      CHECK(e.record() == 850u);
+    }
+  }
+  CHECK(errors == 1);
+  CHECK(std::count(seen.begin(), seen.end(), 1) == 1500 - 50);  // the broken batch is lost
+  CHECK(std::count(seen.begin(), seen.end(), 0) == 50);
+}

@@ -18,7 +18,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <vector>
 
 #include "gpufeed/detail/hdf5/shard.hpp"
 #include "gpufeed/source.hpp"
@@ -35,26 +34,23 @@ struct unit_geometry {
   std::uint64_t all_bytes = 0;      // decoded bytes of every chunk
 };
 
-inline unit_geometry unit_geometry_of(const std::vector<shard_index>& shards) {
-  unit_geometry u;
-  for (const shard_index& s : shards) {
-    if (s.kind != read_kind::chunked || s.grid.chunk_bytes == 0 || s.grid.grid[0] == 0) continue;
-    const std::uint64_t chunk = s.grid.chunk_bytes;
-    const std::uint64_t band = s.grid.chunk_count / s.grid.grid[0] * chunk;
-    const std::uint64_t per_band =
-        s.blob ? std::max<std::uint64_t>(1, s.records / s.grid.grid[0]) : s.grid.chunk[0];
-    u.band_bytes = std::max(u.band_bytes, band);
-    u.band_records = u.band_records ? std::min(u.band_records, per_band) : per_band;
-    u.record_bytes = std::max(u.record_bytes, s.chunks_per_record * chunk);
-    u.all_bytes += s.grid.chunk_count * chunk;
-  }
-  return u;
-}
-
 inline std::uint64_t saturating_mul(std::uint64_t a, std::uint64_t b) noexcept {
   return b && a > std::numeric_limits<std::uint64_t>::max() / b
              ? std::numeric_limits<std::uint64_t>::max()
              : a * b;
+}
+
+// From the first shard (the others, opened lazily, are taken to be chunked alike) and the
+// number of shards.
+inline unit_geometry unit_geometry_of(const shard_index& s, std::size_t shards) {
+  unit_geometry u;
+  if (s.kind != read_kind::chunked || s.grid.chunk_bytes == 0 || s.grid.grid[0] == 0) return u;
+  const std::uint64_t chunk = s.grid.chunk_bytes;
+  u.band_bytes = s.grid.chunk_count / s.grid.grid[0] * chunk;
+  u.band_records = s.blob ? std::max<std::uint64_t>(1, s.records / s.grid.grid[0]) : s.grid.chunk[0];
+  u.record_bytes = s.chunks_per_record * chunk;
+  u.all_bytes = saturating_mul(s.grid.chunk_count * chunk, shards);
+  return u;
 }
 
 // The budget for reads planned as p (p = {} before any loader says: one reader, no window).
