@@ -27,6 +27,7 @@
 #include "gpufeed/detail/loader/delivery.hpp"
 #include "gpufeed/detail/loader/error_policy.hpp"
 #include "gpufeed/detail/loader/planning.hpp"
+#include "gpufeed/detail/loader/read_ahead.hpp"
 #include "gpufeed/detail/loader/record_stage.hpp"
 #include "gpufeed/detail/loader/state.hpp"
 #include "gpufeed/source.hpp"
@@ -52,7 +53,8 @@ class probe_range {
 template <source Source>
 class producer {
  public:
-  producer(const Source& src, loader_state& state) : source_(src), s_(state) {}
+  producer(const Source& src, loader_state& state)
+      : source_(src), s_(state), read_ahead_(src, state.setup) {}
 
   void plan_loop(std::stop_token st) {
     const pipeline_setup& p = s_.setup;
@@ -84,6 +86,7 @@ class producer {
       slot.meta.on_device = !p.config.target.is_host();
       slot.failures.clear();
       slot.error = nullptr;
+      read_ahead_.planning(at);
       try {
         plan_batch(source_, p, slot);
       } catch (...) {
@@ -258,6 +261,7 @@ class producer {
   loader_state& s_;
   std::vector<std::size_t> reclaimed_;  // planner only: tokens reclaim() returned
   std::vector<chunk_task> tasks_;       // planner only: a batch's tasks before hand-off
+  window_read_ahead<Source> read_ahead_;  // planner only
 };
 
 }  // namespace gpufeed::detail

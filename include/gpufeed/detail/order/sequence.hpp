@@ -68,6 +68,25 @@ class epoch_sequence {
   [[nodiscard]] const record_units& units() const noexcept { return units_; }
   [[nodiscard]] std::uint64_t window() const noexcept { return window_; }
 
+  // block_shuffled: windows per epoch, the window that holds position p (< N) of `epoch`, and
+  // f(unit) for each unit of window w of `epoch` — what the planner advises the source to read
+  // ahead (detail/loader/read_ahead.hpp).
+  [[nodiscard]] std::uint64_t windows() const noexcept {
+    return (units_.size() + window_ - 1) / window_;
+  }
+  [[nodiscard]] std::uint64_t window_of(std::uint64_t epoch, std::uint64_t p) const {
+    std::lock_guard lock(cache_->mutex);
+    const cache& c = prepared(epoch);
+    return slot_of(c, p, 0, c.before.size() - 1) / window_;
+  }
+  template <class F>
+  void for_each_unit(std::uint64_t epoch, std::uint64_t w, F&& f) const {
+    std::lock_guard lock(cache_->mutex);
+    const cache& c = prepared(epoch);
+    const std::uint64_t end = std::min<std::uint64_t>(c.unit.size(), (w + 1) * window_);
+    for (std::uint64_t slot = w * window_; slot < end; ++slot) f(c.unit[slot]);
+  }
+
   // out[k] = the record at position (first + k) mod N of `epoch`.
   void fill(std::uint64_t epoch, std::uint64_t first, std::span<std::uint64_t> out) const {
     const auto pos = [&](std::size_t k) { return (first + k) % n_; };
