@@ -10,6 +10,8 @@
 #include <memory_resource>
 #include <optional>
 
+#include "gpufeed/numa.hpp"
+#include "gpufeed/record_transform.hpp"
 #include "gpufeed/sampler.hpp"
 #include "gpufeed/target.hpp"
 
@@ -52,7 +54,10 @@ concept loader_options_type = requires {
 //   skip         the record is left out of its batch (the batch is shorter) and logged
 //   substitute   the record is replaced by a good record of the same batch (same size) and logged;
 //                where none fits, it is skipped
-// A failing transform hook fails the whole batch under every policy.
+// A record that the per-record transform (loader_config::per_record) throws on counts as a
+// record that cannot be read; substitute then takes any good record of the batch when outputs are
+// bounded (record_transform.hpp). A failing transform hook fails the whole batch under every
+// policy.
 enum class error_policy { throw_error, skip, substitute };
 
 struct loader_config {
@@ -77,12 +82,19 @@ struct loader_config {
   std::size_t slot_data_bytes = 0;
   std::size_t chunk_records = 0;          // records per worker task; 0 = automatic
   stream_handle consumer_stream = nullptr;  // the stream that consumes batches (device targets)
+  // Runs in the workers on every record, writing its output into the slot; slots are then sized
+  // from its output_bytes() (record_transform.hpp).
+  record_transform per_record;
   transform_hook transform;               // runs after the copy, before hand-off
   std::size_t transform_output_bytes = 0;  // per-batch output buffer for the transform
   // Where host slots come from; nullptr = pinned memory on device targets, pageable on the host
   // target. On a device target it must be pinned (e.g. a counting_resource over
   // cuda::pinned_resource) or copies lose their asynchrony.
   std::pmr::memory_resource* staging_memory = nullptr;
+  // NUMA node of the slots and of the planner's and workers' cores (gpufeed/numa.hpp): by
+  // default the target device's node; numa_setting::on_node(n) or ::off(). stats().numa says
+  // what was done.
+  numa_setting numa;
   // Record a timeline for write_trace(): up to this many events per track (workers, planner,
   // consumer, streams); 0 = off. Tracing costs a clock read and a push_back per event.
   std::size_t trace_events = 0;

@@ -111,6 +111,17 @@ class sampler {
   [[nodiscard]] const record_units& units() const noexcept { return sequence_.units(); }
   [[nodiscard]] std::uint64_t window() const noexcept { return sequence_.window(); }
 
+  // block_shuffled's windows: how many an epoch has, the one holding global `position` of
+  // `epoch`, and f(unit) for each unit of window w (units() gives their records).
+  [[nodiscard]] std::uint64_t windows_per_epoch() const noexcept { return sequence_.windows(); }
+  [[nodiscard]] std::uint64_t window_of(std::uint64_t epoch, std::uint64_t position) const {
+    return sequence_.window_of(epoch, position % records_);
+  }
+  template <class F>
+  void for_each_window_unit(std::uint64_t epoch, std::uint64_t w, F&& f) const {
+    sequence_.for_each_unit(epoch, w, std::forward<F>(f));
+  }
+
   // The state at the start of the first epoch.
   [[nodiscard]] sampler_state first_state() const noexcept { return {options_.seed, 0, 0}; }
 

@@ -10,7 +10,9 @@
 //                   overlap), so position -> record stays O(log units) without replaying the
 //                   epoch, which interleaved ranks and resume at another world size need.
 // block_shuffled keeps, per epoch, the permuted unit ids and the records before each (16 bytes
-// per unit), rebuilt on the first lookup of another epoch; copies of a sequence share it.
+// per unit), rebuilt on the first lookup of another epoch, under a mutex. A copy starts with its
+// own empty cache, so the loader's planner and a user's copy (loader::batch_sampler()) looking
+// at different epochs do not rebuild each other's.
 #pragma once
 
 #include <algorithm>
@@ -51,9 +53,39 @@ class epoch_sequence {
         window_(std::clamp<std::uint64_t>(window, 1, std::max<std::uint64_t>(1, units_.size()))),
         cache_(std::make_shared<cache>()) {}
 
+  epoch_sequence(const epoch_sequence& o)
+      : order_(o.order_), n_(o.n_), seed_(o.seed_), units_(o.units_), window_(o.window_),
+        cache_(std::make_shared<cache>()) {}
+  epoch_sequence& operator=(const epoch_sequence& o) {
+    if (this != &o) *this = epoch_sequence(o);
+    return *this;
+  }
+  epoch_sequence(epoch_sequence&&) noexcept = default;
+  epoch_sequence& operator=(epoch_sequence&&) noexcept = default;
+  ~epoch_sequence() = default;
+
   [[nodiscard]] sample_order order() const noexcept { return order_; }
   [[nodiscard]] const record_units& units() const noexcept { return units_; }
   [[nodiscard]] std::uint64_t window() const noexcept { return window_; }
+
+  // block_shuffled: windows per epoch, the window that holds position p (< N) of `epoch`, and
+  // f(unit) for each unit of window w of `epoch` — what the planner advises the source to read
+  // ahead (detail/loader/read_ahead.hpp).
+  [[nodiscard]] std::uint64_t windows() const noexcept {
+    return (units_.size() + window_ - 1) / window_;
+  }
+  [[nodiscard]] std::uint64_t window_of(std::uint64_t epoch, std::uint64_t p) const {
+    std::lock_guard lock(cache_->mutex);
+    const cache& c = prepared(epoch);
+    return slot_of(c, p, 0, c.before.size() - 1) / window_;
+  }
+  template <class F>
+  void for_each_unit(std::uint64_t epoch, std::uint64_t w, F&& f) const {
+    std::lock_guard lock(cache_->mutex);
+    const cache& c = prepared(epoch);
+    const std::uint64_t end = std::min<std::uint64_t>(c.unit.size(), (w + 1) * window_);
+    for (std::uint64_t slot = w * window_; slot < end; ++slot) f(c.unit[slot]);
+  }
 
   // out[k] = the record at position (first + k) mod N of `epoch`.
   void fill(std::uint64_t epoch, std::uint64_t first, std::span<std::uint64_t> out) const {

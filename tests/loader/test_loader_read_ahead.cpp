@@ -1,0 +1,144 @@
+// Read-ahead in block_shuffled order (detail/loader/read_ahead.hpp), through the real loader on
+// an in-memory source that logs will_need() advice and reads: every unit is advised once per
+// epoch (once more where a resume re-enters a window), before any of its records is read, and
+// at most two windows ahead of the reads; other orders advise nothing.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <set>
+#include <span>
+#include <vector>
+
+#include "gpufeed/loader.hpp"
+#include "memory_source.hpp"
+
+using namespace gpufeed;
+
+namespace {
+
+constexpr std::size_t record_bytes = 4096;  // 256 records make one 1 MiB storage block (unit)
+
+// memory_source that logs, in one sequence, each advised range and each record read.
+struct advised_source : test::memory_source {
+  using memory_source::memory_source;
+
+  struct event {
+    bool advice;
+    std::uint64_t first, count;  // advice: records [first, first + count); read: record first
+  };
+  void will_need(std::uint64_t first, std::uint64_t count) const noexcept {
+    std::lock_guard lock(mutex);
+    log.push_back({true, first, count});
+  }
+  void read(std::uint64_t i, std::span<std::byte> dst) const {
+    {
+      std::lock_guard lock(mutex);
+      log.push_back({false, i, 1});
+    }
+    memory_source::read(i, dst);
+  }
+
+  mutable std::mutex mutex;
+  mutable std::vector<event> log;
+};
+static_assert(read_ahead_source<advised_source>);
+
+loader_config config_of(sample_order order, std::size_t workers) {
+  loader_config c;
+  c.batch_size = 64;
+  c.order = order;
+  c.seed = 5;
+  c.workers = workers;
+  c.prefetch = 2;
+  c.shuffle_window = 2;
+  c.part = partition{};
+  c.epochs = 1;
+  return c;
+}
+
+// Runs the loader to its end; returns the records delivered (checking their bytes).
+std::uint64_t drain(const advised_source& src, const loader_config& c) {
+  loader<advised_source> l(src, c);
+  std::uint64_t n = 0;
+  while (auto b = l.next()) {
+    for (std::size_t k = 0; k < b->size(); ++k)
+      REQUIRE(src.matches(b->host_indices()[k], b->record(k)));
+    n += b->size();
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("block_shuffled advises each unit once, before its records are read") {
+  for (std::size_t workers : {1u, 3u}) {
+    CAPTURE(workers);
+    const std::uint64_t n = 256 * 12 + 100;  // 13 units (the last one short), 7 windows of 2
+    advised_source src(n, record_bytes);
+    const loader_config c = config_of(sample_order::block_shuffled, workers);
+    REQUIRE(drain(src, c) == n);
+
+    std::map<std::uint64_t, int> advised;  // first record of a unit -> times advised
+    std::set<std::uint64_t> read_units;
+    std::size_t reads = 0;
+    for (const auto& e : src.log) {
+      if (e.advice) {
+        CHECK(e.first % 256 == 0);
+        CHECK(e.count == (e.first + 256 <= n ? 256u : n - e.first));
+        ++advised[e.first];
+      } else {
+        ++reads;
+        // A read record's unit was advised earlier in the log.
+        const std::uint64_t unit = e.first / 256 * 256;
+        INFO("record " << e.first);
+        CHECK(advised.count(unit) == 1);
+        read_units.insert(unit);
+      }
+    }
+    CHECK(reads == n);
+    CHECK(read_units.size() == 13);
+    CHECK(advised.size() == 13);
+    for (const auto& [unit, times] : advised) CHECK(times == 1);
+
+    // Advice runs at most two windows (4 units, 1024 records) ahead of the reads: when a unit is
+    // advised, fewer than 4 advised units have no read yet.
+    std::set<std::uint64_t> pending;
+    for (const auto& e : src.log) {
+      if (e.advice) {
+        pending.insert(e.first);
+        CHECK(pending.size() <= 4);
+      } else {
+        pending.erase(e.first / 256 * 256);
+      }
+    }
+  }
+}
+
+TEST_CASE("a resume mid-epoch advises the window it starts in and the next") {
+  const std::uint64_t n = 256 * 12;
+  advised_source src(n, record_bytes);
+  loader_config c = config_of(sample_order::block_shuffled, 2);
+  const sampler order = loader<advised_source>(src, c).batch_sampler();
+  src.log.clear();  // that loader's planner ran ahead before it was destroyed
+  c.resume = sampler_state{c.seed, 0, 256 * 5 + 64};  // inside window 2 (units 4 and 5)
+  drain(src, c);
+  std::set<std::uint64_t> advised;
+  for (const auto& e : src.log)
+    if (e.advice) advised.insert(e.first);
+  // Windows 2..5 are entered: 8 units, every unit of the epoch but windows 0 and 1's.
+  CHECK(advised.size() == 8);
+  std::set<std::uint64_t> skipped;
+  for (std::uint64_t w = 0; w < 2; ++w)
+    order.for_each_window_unit(0, w, [&](std::uint64_t u) { skipped.insert(order.units().begin(u)); });
+  for (std::uint64_t u : skipped) CHECK(advised.count(u) == 0);
+}
+
+TEST_CASE("shuffled and sequential orders give no advice") {
+  for (sample_order o : {sample_order::shuffled, sample_order::sequential}) {
+    advised_source src(256 * 4, record_bytes);
+    REQUIRE(drain(src, config_of(o, 2)) == 256 * 4);
+    for (const auto& e : src.log) CHECK_FALSE(e.advice);
+  }
+}
