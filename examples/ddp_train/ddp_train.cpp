@@ -134,6 +134,7 @@ int run(ddp::comm& c, const options& o) {
   const auto& [resumed_seed, first_epoch, resumed_at] = resumed.state;
   std::uint64_t steps = resumed.steps, run_steps = 0;
   bool stopped = false;
+  double run_seconds = 0, run_samples = 0;
   for (std::uint64_t e = first_epoch; e < o.epochs && !stopped; ++e) {
     seen.clear();
     std::uint64_t batches = 0;
@@ -150,6 +151,8 @@ int run(ddp::comm& c, const options& o) {
     }
     const ddp::loss_sum l = model->take_loss();  // waits for the epoch's queued steps
     const double secs = seconds_since(t0);
+    run_seconds += secs;
+    run_samples += static_cast<double>(l.samples);
     double mine[3] = {l.loss, static_cast<double>(l.samples), static_cast<double>(l.samples) / secs};
     const auto all = ddp::all_gather_values(c, std::span<const double>(mine, 3));
     double loss = 0, samples = 0, lo = 1e300, hi = 0, total = 0;
@@ -179,6 +182,17 @@ int run(ddp::comm& c, const options& o) {
     std::fflush(stdout);
   }
   if (loss_log) std::fclose(loss_log);
+  const double rate = run_seconds > 0 ? run_samples / run_seconds : 0;
+  const auto rates = ddp::all_gather_values(c, std::span<const double>(&rate, 1));
+  if (root) {
+    double total = 0;
+    std::printf("samples/s over the run:");
+    for (std::size_t r = 0; r < rates.size(); ++r) {
+      std::printf("%s rank %zu %.0f", r ? "," : "", r, rates[r][0]);
+      total += rates[r][0];
+    }
+    std::printf("; total %.0f\n", total);
+  }
   if (stopped && !o.checkpoint_file.empty()) {
     ddp::checkpoint cp;
     cp.state = feed.state();

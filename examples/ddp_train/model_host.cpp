@@ -107,7 +107,7 @@ class host_model final : public model {
     if (p.size() != p_.size()) throw std::runtime_error("parameter count differs from the model's");
     p_.assign(p.begin(), p.end());
   }
-  std::string describe() const override { return "host MLP, gradients summed over MPI in rank order"; }
+  std::string describe() const override { return "host MLP, gradients summed over the ranks in rank order"; }
 
  private:
   train_settings s_;
