@@ -1,8 +1,10 @@
 #include "checkpoint.hpp"
 
+#include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <stdexcept>
+
+#include "gpufeed/error.hpp"
 
 namespace ddp {
 namespace {
@@ -22,16 +24,17 @@ template <class T>
 T get(std::ifstream& in, const std::filesystem::path& file) {
   T v{};
   if (!in.read(reinterpret_cast<char*>(&v), sizeof v))
-    throw std::runtime_error(file.string() + ": checkpoint is truncated");
+    throw gpufeed::corrupt_error("checkpoint is truncated", gpufeed::file_context(file.string()));
   return v;
 }
 template <class T>
 std::vector<T> get_vector(std::ifstream& in, const std::filesystem::path& file) {
   const auto n = get<std::uint64_t>(in, file);
-  if (n > (1ull << 32)) throw std::runtime_error(file.string() + ": checkpoint holds a bad length");
+  if (n > (1ull << 32))
+    throw gpufeed::corrupt_error("checkpoint holds a bad length", gpufeed::file_context(file.string()));
   std::vector<T> v(n);
   if (!in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(n * sizeof(T))))
-    throw std::runtime_error(file.string() + ": checkpoint is truncated");
+    throw gpufeed::corrupt_error("checkpoint is truncated", gpufeed::file_context(file.string()));
   return v;
 }
 
@@ -41,6 +44,8 @@ void write_checkpoint(const std::filesystem::path& file, const checkpoint& c) {
   const std::filesystem::path tmp = file.string() + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out)
+      throw gpufeed::io_error("cannot write checkpoint", gpufeed::os_call_context(tmp.string(), "open", errno));
     out.write(magic, sizeof magic);
     // sampler_state's three fields, in declaration order, whatever their names.
     const auto& [seed, epoch, where] = c.state;
@@ -48,17 +53,19 @@ void write_checkpoint(const std::filesystem::path& file, const checkpoint& c) {
     put_vector(out, c.parameters);
     put_vector(out, c.delivered);
     out.flush();
-    if (!out) throw std::runtime_error("cannot write checkpoint " + tmp.string());
+    if (!out) throw gpufeed::io_error("cannot write checkpoint", gpufeed::file_context(tmp.string()));
   }
   std::filesystem::rename(tmp, file);
 }
 
 checkpoint read_checkpoint(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open checkpoint " + file.string());
+  if (!in)
+    throw gpufeed::io_error("cannot open checkpoint", gpufeed::os_call_context(file.string(), "open", errno));
   char m[sizeof magic];
   if (!in.read(m, sizeof m) || std::memcmp(m, magic, sizeof m) != 0)
-    throw std::runtime_error(file.string() + " is not a ddp_train checkpoint (" + magic + ")");
+    throw gpufeed::format_error(std::string("not a ddp_train checkpoint (no '") + magic + "' header)",
+                                gpufeed::file_context(file.string()));
   checkpoint c;
   auto& [seed, epoch, where] = c.state;
   seed = get<std::uint64_t>(in, file);

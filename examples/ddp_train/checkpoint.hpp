@@ -21,8 +21,8 @@ struct checkpoint {
   std::vector<std::uint64_t> delivered;     // this epoch's records so far, all ranks
 };
 
-// Throws std::runtime_error naming the file when it cannot be written / read or is not a
-// checkpoint of this format.
+// Errors name the file: io_error when it cannot be opened or written, format_error when it is
+// not a checkpoint of this format, corrupt_error when it is truncated.
 void write_checkpoint(const std::filesystem::path& file, const checkpoint& c);
 checkpoint read_checkpoint(const std::filesystem::path& file);
 

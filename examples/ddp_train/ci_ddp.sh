@@ -9,7 +9,8 @@
 #     and on 3 ranks, epoch 1 (before + after the resume) delivers every record exactly once and
 #     epoch 2's loss equals the uninterrupted 1-rank run's;
 #  4. the checks can fail: ranks that share one partition, and one rank's weights off by one ulp,
-#     make ddp_train exit non-zero naming the failed check.
+#     make ddp_train exit non-zero naming the failed check; a truncated or foreign checkpoint is
+#     a corrupt_error / format_error naming the file.
 # About 10 s: 2,400 records of 128 bytes, 3 epochs of 100 steps.
 set -euo pipefail
 bin=$1 mpiexec=$2 work=$3
@@ -57,4 +58,16 @@ for fault in overlap diverge; do
 done
 grep -q "NOT every record exactly once" fault-overlap.log || fail "overlap not reported"
 grep -q "parameters DIFFER from rank 0's on rank(s) 1" fault-diverge.log || fail "diverge not reported"
+echo "== bad checkpoints: typed errors naming the file"
+"$bin" "${base[@]}" --epochs 1 --steps 5 --checkpoint five.bin >/dev/null
+head -c 60 five.bin >cut.bin
+head -c 100 /dev/zero >zero.bin
+for f in cut zero; do
+  if "$bin" "${base[@]}" --epochs 1 --resume "$f.bin" >"resume-$f.log" 2>&1; then
+    fail "resumed from $f.bin"
+  fi
+  cat "resume-$f.log"
+done
+grep -q "checkpoint is truncated \[file 'cut.bin'\]" resume-cut.log || fail "cut.bin: no corrupt_error"
+grep -q "not a ddp_train checkpoint.*\[file 'zero.bin'\]" resume-zero.log || fail "zero.bin: no format_error"
 echo "ddp_train CI: all passed"

@@ -5,7 +5,6 @@
 #include <fstream>
 #include <random>
 #include <sstream>
-#include <stdexcept>
 #include <string>
 
 #include "gpufeed/pack/pack.hpp"
@@ -69,8 +68,8 @@ std::vector<fs::path> prepare_dataset(const fs::path& dir, const dataset_spec& s
   std::stringstream have;
   have << in.rdbuf();
   if (have.str() != spec_text(spec))
-    throw std::runtime_error(dir.string() + " holds a dataset of another spec (" +
-                             (dir / "spec.txt").string() + "): use another --data directory");
+    throw gpufeed::config_error("the directory holds a dataset of another spec: use another --data",
+                                gpufeed::file_context((dir / "spec.txt").string()));
   return list_shards(shards);
 }
 

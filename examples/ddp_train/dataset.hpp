@@ -22,7 +22,7 @@ struct dataset_spec {
 
 // The shards of the dataset in dir/shards (packing it first when dir holds none). Call it on
 // one rank (the others wait at a barrier, then call it to read the listing). Throws
-// std::runtime_error when dir holds a dataset of another spec (dir/spec.txt says which).
+// config_error naming dir/spec.txt when dir holds a dataset of another spec.
 std::vector<std::filesystem::path> prepare_dataset(const std::filesystem::path& dir,
                                                    const dataset_spec& spec);
 
