@@ -15,9 +15,9 @@ source "$here/gpu-libs.sh" || exit 1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 # The bundled Open MPI (ddp-bundle.sh), relocated by OPAL_PREFIX.
 mpi=$here/openmpi
-export OPAL_PREFIX=$mpi PATH=$mpi/bin:$PATH
-export LD_LIBRARY_PATH=$mpi/libs:$(echo "$mpi"/lib/*/openmpi/lib):$LD_LIBRARY_PATH
-export OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OPAL_PREFIX=$mpi PMIX_INSTALL_PREFIX=$mpi/pmix2 PATH=$mpi/bin:$PATH
+export LD_LIBRARY_PATH=$(echo "$mpi"/lib/*/openmpi/lib):$mpi/pmix2/lib:$mpi/libs:$LD_LIBRARY_PATH
+export OMPI_MCA_btl_vader_single_copy_mechanism=none PMIX_MCA_mca_base_component_path=$mpi/pmix2/lib/pmix
 bin=$here/bin
 small=(--data /tmp/ddp-small --records 2400 --global-batch 24 --epochs 3 --check --workers 2)
 big=(--data /tmp/ddp-big --records 100000 --features 4096 --hidden 256 --classes 10
