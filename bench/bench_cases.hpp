@@ -151,7 +151,7 @@ result run_gpufeed(const Source& src, const dataset& d, const params& p, const r
   r.target = p.target();
   r.dataset = d.name();
   r.format = format_name(d.fmt);
-  r.order = spec.order == gpufeed::sample_order::shuffled ? "shuffled" : "sequential";
+  r.order = gpufeed::to_string(spec.order);
   r.record_bytes = d.record_bytes;
   r.workers = s1.worker_count;
   r.prefetch = s1.prefetch;

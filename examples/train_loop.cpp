@@ -46,6 +46,8 @@ struct options {
   double step_us = 0;
   std::string target = "auto";
   std::string trace;
+  std::string order = "shuffled";
+  std::size_t window = 0;
 };
 
 // Writes the demo files (deterministic contents) and packs them; returns the shard paths.
@@ -112,13 +114,19 @@ int train(const Source& src, const options& o) {
   c.target = pick_target(o.target);
   c.workers = o.workers;
   c.epochs = o.epochs;
+  c.order = o.order == "sequential"       ? gpufeed::sample_order::sequential
+            : o.order == "block_shuffled" ? gpufeed::sample_order::block_shuffled
+                                          : gpufeed::sample_order::shuffled;
+  c.shuffle_window = o.window;
   c.trace_events = o.trace.empty() ? 0 : 200000;
   gpufeed::train::step model(c.target, o.step_us);
   c.consumer_stream = model.stream();
   gpufeed::loader<Source, gpufeed::loader_options<gpufeed::dynamic, 8, 2>> feed(src, c);
-  std::printf("%zu records (%zu bytes each max), batch %zu, %llu batches/epoch, target %s\n",
+  std::printf("%zu records (%zu bytes each max), batch %zu, %llu batches/epoch, target %s, "
+              "order %s\n",
               static_cast<std::size_t>(src.size()), src.max_record_size(), o.batch,
-              static_cast<unsigned long long>(feed.batches_per_epoch()), c.target.name().c_str());
+              static_cast<unsigned long long>(feed.batches_per_epoch()), c.target.name().c_str(),
+              o.order.c_str());
   const bool device = !c.target.is_host();
   std::printf("%6s %12s %9s %8s %16s\n", "epoch", "samples/s", "GB/s", "stall%",
               device ? "pinned bytes" : "host slot bytes");
@@ -168,6 +176,9 @@ int main(int argc, char** argv) {
   app.add_option("--step-us", o.step_us, "simulated model step per batch, microseconds");
   app.add_option("--target", o.target, "auto, host or cuda:N");
   app.add_option("--trace", o.trace, "write a Chrome-trace timeline here");
+  app.add_option("--order", o.order, "epoch order")
+      ->check(CLI::IsMember({"shuffled", "block_shuffled", "sequential"}));
+  app.add_option("--window", o.window, "block_shuffled: units shuffled together (0 = default)");
   CLI11_PARSE(app, argc, argv);
   try {
     const auto shards = prepare(o);

@@ -21,7 +21,8 @@ using stream_handle = CUstream_st*;
 // What a batch is: its place in the sampler's order and its size.
 struct batch_meta {
   std::uint64_t epoch = 0;
-  std::uint64_t number = 0;    // within the epoch
+  std::uint64_t number = 0;    // this rank's batch within the epoch
+  std::uint64_t position = 0;  // the epoch's global position where this batch's round starts
   std::uint64_t sequence = 0;  // since the loader started
   bool last_in_epoch = false;
   std::size_t records = 0;

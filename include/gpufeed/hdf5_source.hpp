@@ -122,9 +122,11 @@ class hdf5_source {
     return state_ ? state_->max_record : 0;
   }
 
-  // Models decode_unit_source: records of a compressed shard that start in the same chunk share
-  // a unit (the source-wide number of that chunk, top bit set); records of uncompressed shards
-  // are units of their own (their index).
+  // Models decode_unit_source: records of a compressed shard whose first element lies in the same
+  // band of chunks (one chunk index along dimension 0: for the fixed layout, the chunks holding
+  // every element of its rows, however many chunks a row spans) share a unit (the source-wide
+  // number of the band's first chunk, top bit set); records of uncompressed shards are units of
+  // their own (their index). Equal units are consecutive records.
   [[nodiscard]] std::uint64_t decode_unit(std::uint64_t i) const {
     const std::size_t k = state().locate(i);
     const auto& s = state_->shards[k];

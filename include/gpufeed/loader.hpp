@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <iterator>
 #include <memory>
 #include <optional>
@@ -46,6 +47,7 @@ class loader {
   // slot and starts the threads.
   loader(const Source& src, loader_config config) {
     detail::pipeline_setup setup = detail::resolve_config<Options>(src, std::move(config));
+    if (!setup.order_notice.empty()) std::fprintf(stderr, "%s\n", setup.order_notice.c_str());
     sampler_ = std::make_unique<sampler>(setup.order);
     pipeline_ = detail::pipeline<Source>::make(src, std::move(setup));
   }
@@ -70,7 +72,8 @@ class loader {
   class epoch_range;
   epoch_range epoch() { return epoch_range(*this); }
 
-  // Where to resume so that the next batch is the one after the last next() returned.
+  // Where to resume so that the next batch is the one after the last next() returned: the same
+  // on every rank, and valid for a loader at another world size or batch size.
   [[nodiscard]] sampler_state state() const { return pipeline_->state(); }
   [[nodiscard]] loader_stats stats() const { return pipeline_->stats(); }
   // The timeline as Chrome-trace JSON (open in Perfetto or chrome://tracing); needs

@@ -61,9 +61,13 @@ struct loader_config {
   bool drop_last = false;
   std::uint64_t seed = 0;
   sample_order order = sample_order::shuffled;
+  // block_shuffled: units shuffled together (the window); 0 = as many units as hold 128 MiB of
+  // records, at least 4. A cache of decoded chunks needs one window's units.
+  std::size_t shuffle_window = 0;
   std::optional<partition> part;          // nullopt: from the launcher's environment
   std::uint64_t epochs = 0;               // stop after this many epochs; 0 = never
-  std::optional<sampler_state> resume;    // continue from a saved state (its seed wins)
+  // Continue from a saved state (its seed wins), saved at any world size or batch size.
+  std::optional<sampler_state> resume;
   error_policy on_error = error_policy::throw_error;
   // Used only where the matching loader_options parameter is `dynamic`; 0 = default
   // (workers: hardware threads - 2, prefetch: 8, streams: 2).

@@ -22,10 +22,11 @@
 //                                          finishes a batch, to drop resources it holds meanwhile
 //                                          (e.g. mdb_txn_reset).
 //   s.decode_unit(i) -> std::uint64_t     records with equal values share decoding work (one
-//                                          compressed chunk); cheap, no I/O. The loader keeps such
-//                                          runs in one worker task when it picks task sizes itself
-//                                          in sequential order, so a chunk is decoded once, not
-//                                          once per task that touches it.
+//                                          compressed chunk band) and are consecutive; cheap, no
+//                                          I/O. The loader keeps such runs in one worker task when
+//                                          it picks task sizes itself in sequential order, so a
+//                                          chunk is decoded once, not once per task that touches
+//                                          it; block_shuffled order never splits them.
 #pragma once
 
 #include <concepts>

@@ -44,6 +44,14 @@ struct loader_stats {
   std::vector<skipped_record> skipped_log;  // the most recent ones (bounded)
   std::size_t worker_count = 0, prefetch = 0, streams = 0, batch_size = 0;
   std::string target;
+  // The epoch order (to_string(sample_order)), and the source's records per decode unit (median
+  // of a sample; 1 where records decode alone): in shuffled order each record read decodes that
+  // many records' worth. block_shuffled: the units it permutes and its window (units shuffled
+  // together; a decoded-chunk cache holds one window).
+  std::string order;
+  double records_per_decode_unit = 1;
+  std::uint64_t order_units = 0;
+  std::size_t shuffle_window = 0;
   std::uint64_t trace_events_dropped = 0;  // timeline events past the per-track capacity
 
   [[nodiscard]] double records_per_second() const noexcept {

@@ -155,7 +155,7 @@ TEST_CASE("resume: save after k batches, restore into a new loader, same remaini
     }  // destroyed with batches in flight
     CHECK(saved.seed == c.seed);
     CHECK(saved.epoch == k / 19);
-    CHECK(saved.batch == k % 19);
+    CHECK(saved.position == (k % 19) * 16);  // one rank: a round is one batch of 16
     loader_config r = c;
     r.resume = saved;
     r.workers = 1;
@@ -266,6 +266,6 @@ TEST_CASE("configuration errors are typed") {
   c.drop_last = true;
   CHECK_THROWS_AS(loader<memory_source>(src, c), config_error);  // no full batch
   c = base_config(10);
-  c.resume = sampler_state{0, 0, 10};  // an epoch has 10 batches: 0..9
+  c.resume = sampler_state{0, 0, 101};  // an epoch has 100 positions: 0..100 (100 = its end)
   CHECK_THROWS_AS(loader<memory_source>(src, c), config_error);
 }

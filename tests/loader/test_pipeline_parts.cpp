@@ -78,8 +78,8 @@ TEST_CASE("resolve_config: bad settings are config_errors that name the setting"
   c.transform_output_bytes = 8;
   CHECK(config_message(c) == "transform_output_bytes given without a transform");
   c.transform_output_bytes = 0;
-  c.resume = sampler_state{1, 0, 10};
-  CHECK(config_message(c) == "resume state names batch 10 but an epoch has 10");
+  c.resume = sampler_state{1, 0, 101};
+  CHECK(config_message(c) == "resume state names position 101 but an epoch has 100 records");
   c.resume.reset();
   c.batch_size = 101;
   c.drop_last = true;

@@ -3,11 +3,26 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <span>
+#include <utility>
 #include <vector>
 
+#include "gpufeed/detail/order/units.hpp"
 #include "gpufeed/sampler.hpp"
 
 using namespace gpufeed;
+
+namespace {
+struct test_only_plain {  // 100 records, no decode units
+  std::uint64_t size() const { return 100; }
+  std::size_t record_size(std::uint64_t) const { return 1; }
+  void read(std::uint64_t, std::span<std::byte>) const {}
+};
+struct test_only_chunks : test_only_plain {  // 1000 records, chunks of 12
+  std::uint64_t size() const { return 1000; }
+  std::uint64_t decode_unit(std::uint64_t i) const { return i / 12; }
+};
+}  // namespace
 
 TEST_CASE("the keyed permutation is a bijection for every size") {
   for (std::uint64_t n = 1; n <= 600; ++n) {
@@ -99,11 +114,246 @@ TEST_CASE("ranks: equal batch counts, no repeats within a rank, union is the dat
   }
 }
 
+namespace {
+
+// The global sequence of `epoch` as ranks at the world sizes of `legs` ({world, rounds}; the
+// last leg runs to the end of the epoch) deliver it: their batches, round by round, in rank
+// order. Checks that every rank has the same batches left and the same next state.
+std::vector<std::uint64_t> elastic(std::uint64_t n, std::uint64_t bs, sampler_options o,
+                                   const record_units& units,
+                                   const std::vector<std::pair<std::uint32_t, std::uint64_t>>& legs,
+                                   std::uint32_t& last_world) {
+  std::vector<std::uint64_t> seq, buf(bs);
+  sampler_state at{o.seed, 3, 0};
+  for (std::size_t g = 0; g < legs.size() && at.epoch == 3; ++g) {
+    const auto [world, rounds] = legs[g];
+    last_world = world;
+    std::vector<sampler> ranks;
+    for (std::uint32_t r = 0; r < world; ++r) {
+      sampler_options ro = o;
+      ro.part = partition{r, world};
+      ranks.emplace_back(n, bs, ro, units);
+    }
+    at = ranks[0].resumed(at);
+    for (std::uint64_t k = 0; at.epoch == 3 && (g + 1 == legs.size() || k < rounds); ++k) {
+      const std::uint64_t left = ranks[0].batches_left(at);
+      REQUIRE(left > 0);
+      for (const sampler& s : ranks) {
+        REQUIRE(s.batches_left(at) == left);  // equal batch counts per rank
+        REQUIRE(s.batch_records(at) == ranks[0].batch_records(at));
+        const auto got = s.batch(at, buf);
+        seq.insert(seq.end(), buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(got));
+        REQUIRE(s.advance(at) == ranks[0].advance(at));  // one state on every rank
+      }
+      at = ranks[0].advance(at);
+    }
+  }
+  return seq;
+}
+
+std::vector<std::uint64_t> whole(std::uint64_t n, sampler_options o, const record_units& units) {
+  o.part = partition{};
+  const sampler s(n, 1, o, units);
+  std::vector<std::uint64_t> seq;
+  for (std::uint64_t p = 0; p < n; ++p) seq.push_back(s.record_at(3, p));
+  return seq;
+}
+
+// Units of random lengths 1..max covering n records.
+record_units random_units(std::uint64_t n, std::uint64_t max, std::uint64_t seed) {
+  std::vector<std::uint64_t> starts;
+  std::uint64_t x = seed;
+  for (std::uint64_t s = 0; s < n; s += 1 + (x = detail::mix64(x)) % max) starts.push_back(s);
+  return record_units::from_starts(std::move(starts), n);
+}
+
+}  // namespace
+
+TEST_CASE("one global sequence: any sequence of world sizes within an epoch delivers it once") {
+  std::uint64_t schedule_seed = 1;
+  for (std::uint64_t n : {1u, 5u, 97u, 1000u}) {
+    for (std::uint64_t bs : {1u, 3u, 16u}) {
+      for (auto order :
+           {sample_order::shuffled, sample_order::sequential, sample_order::block_shuffled}) {
+        for (bool drop : {false, true}) {
+          CAPTURE(n);
+          CAPTURE(bs);
+          CAPTURE(to_string(order));
+          CAPTURE(drop);
+          const sampler_options o{.order = order, .seed = 11, .drop_last = drop, .window = 3};
+          const record_units units = random_units(n, 9, n + bs);
+          const auto ref = whole(n, o, units);
+          std::vector<char> seen(n, 0);
+          for (auto r : ref) {
+            REQUIRE(r < n);
+            REQUIRE_FALSE(seen[r]);  // a bijection of [0, n)
+            seen[r] = 1;
+          }
+          // 4 -> 2, 4 -> 3, 2 -> 8, and random schedules of several resumes.
+          std::vector<std::vector<std::pair<std::uint32_t, std::uint64_t>>> schedules = {
+              {{4, 2}, {2, 0}}, {{4, 3}, {3, 0}}, {{2, 4}, {8, 0}}, {{1, 0}}};
+          for (int k = 0; k < 6; ++k) {
+            std::vector<std::pair<std::uint32_t, std::uint64_t>> legs;
+            for (int g = 0; g < 4; ++g) {
+              schedule_seed = detail::mix64(schedule_seed);
+              legs.emplace_back(1 + schedule_seed % 8, (schedule_seed >> 8) % 4);
+            }
+            schedules.push_back(legs);
+          }
+          for (auto legs : schedules) {
+            for (auto& [w, r] : legs) w = std::min<std::uint32_t>(w, static_cast<std::uint32_t>(n));
+            std::uint32_t last = 1;
+            const auto seq = elastic(n, bs, o, units, legs, last);
+            if (!drop) {
+              REQUIRE(seq.size() >= n);
+              CHECK(seq.size() - n < last);  // the padded last round repeats < world records
+              for (std::size_t p = 0; p < seq.size(); ++p) REQUIRE(seq[p] == ref[p % n]);
+            } else {
+              REQUIRE(seq.size() <= n);
+              CHECK(n - seq.size() < last * bs);
+              for (std::size_t p = 0; p < seq.size(); ++p) REQUIRE(seq[p] == ref[p]);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("ranks take interleaved batches of the global sequence") {
+  const sampler_options o{.seed = 4};
+  std::vector<std::uint64_t> buf(5);
+  for (std::uint32_t r = 0; r < 3; ++r) {
+    sampler_options ro = o;
+    ro.part = partition{r, 3};
+    const sampler s(100, 5, ro);
+    CHECK(s.batches_per_epoch() == 7);  // 6 rounds of 15, then 10 positions: 4, 4, 4 (2 again)
+    CHECK(s.batch(2, 1, buf) == 5);
+    for (std::uint64_t k = 0; k < 5; ++k) CHECK(buf[k] == s.record_at(2, 15 + 5 * r + k));
+    const sampler_state last{4, 2, 90};
+    CHECK(s.batch_records(last) == 4);
+    CHECK(s.batch(last, buf) == 4);
+    for (std::uint64_t k = 0; k < 4; ++k) CHECK(buf[k] == s.record_at(2, (90 + 4 * r + k) % 100));
+    CHECK(s.advance(last) == sampler_state{4, 3, 0});
+    CHECK(s.records_per_epoch() == 34);
+  }
+}
+
+TEST_CASE("block_shuffled: each window's positions hold exactly its units' records") {
+  // 10 units of 7 records, windows of 4 units: positions [0, 28), [28, 56) and [56, 70) each
+  // cover whole units, and are shuffled within.
+  const record_units units = record_units::uniform(70, 7);
+  const sampler s(70, 8, {.order = sample_order::block_shuffled, .seed = 2, .part = partition{},
+                          .window = 4}, units);
+  for (std::uint64_t epoch : {0u, 1u}) {
+    std::set<std::uint64_t> all;
+    std::uint64_t begin = 0;
+    bool shuffled_within = false;
+    for (std::uint64_t w = 0; begin < 70; ++w) {
+      std::set<std::uint64_t> unit_ids;
+      std::uint64_t count = 0;
+      std::uint64_t end = begin;
+      for (; count < (w < 2 ? 28u : 14u); ++end, ++count) {
+        const auto r = s.record_at(epoch, end);
+        unit_ids.insert(r / 7);
+        all.insert(r);
+        if (end > begin && r != s.record_at(epoch, end - 1) + 1) shuffled_within = true;
+      }
+      std::uint64_t records = 0;
+      for (auto u : unit_ids) records += units.end(u) - units.begin(u);
+      CHECK(records == count);  // whole units, nothing else
+      CHECK(unit_ids.size() == (w < 2 ? 4u : 2u));
+      begin = end;
+    }
+    CHECK(all.size() == 70);
+    CHECK(shuffled_within);
+  }
+  std::vector<std::uint64_t> e0, e1;
+  for (std::uint64_t p = 0; p < 70; ++p) e0.push_back(s.record_at(0, p));
+  for (std::uint64_t p = 0; p < 70; ++p) e1.push_back(s.record_at(1, p));
+  CHECK(e0 != e1);
+  const sampler again(70, 3, {.order = sample_order::block_shuffled, .seed = 2,
+                              .part = partition{1, 2}, .window = 4}, units);
+  for (std::uint64_t p = 0; p < 70; ++p) CHECK(again.record_at(0, p) == e0[p]);  // (seed, epoch)
+}
+
+TEST_CASE("block_shuffled edge cases: one unit, units of one record, window past the units") {
+  for (std::uint64_t n : {1u, 2u, 61u}) {
+    const std::vector<record_units> cases = {record_units::uniform(n, n),  // one unit
+                                             record_units::uniform(n, 1),  // one record each
+                                             record_units::uniform(n, 5)};
+    for (const auto& units : cases) {
+      for (std::uint64_t window : {1u, 3u, 1000u}) {
+        const sampler s(n, 4, {.order = sample_order::block_shuffled, .seed = 9,
+                               .part = partition{}, .window = window}, units);
+        CHECK(s.window() == std::min<std::uint64_t>(window, units.size()));
+        std::set<std::uint64_t> seen;
+        for (std::uint64_t p = 0; p < n; ++p) seen.insert(s.record_at(5, p));
+        CHECK(seen.size() == n);
+        CHECK(*seen.rbegin() == n - 1);
+      }
+    }
+  }
+  CHECK_THROWS_AS(sampler(6, 4, {.order = sample_order::block_shuffled, .part = partition{}},
+                          record_units::uniform(7, 1)),
+                  config_error);
+}
+
+namespace {
+// Decode units: runs of 1..20 records (as a compressed HDF5 shard's chunk bands), then single
+// records (an uncompressed shard).
+struct runs_source {
+  std::vector<std::uint64_t> unit;
+  explicit runs_source(std::uint64_t n) {
+    std::uint64_t x = 3, u = 0;
+    while (unit.size() < n / 2) {
+      const std::uint64_t len = 1 + (x = detail::mix64(x)) % 20;
+      for (std::uint64_t k = 0; k < len && unit.size() < n / 2; ++k) unit.push_back(u);
+      ++u;
+    }
+    while (unit.size() < n) unit.push_back(1000000 + unit.size());
+  }
+  std::uint64_t size() const { return unit.size(); }
+  std::size_t record_size(std::uint64_t) const { return 1; }
+  void read(std::uint64_t, std::span<std::byte>) const {}
+  std::uint64_t decode_unit(std::uint64_t i) const { return unit[i]; }
+};
+}  // namespace
+
+TEST_CASE("units_of: storage blocks that never split a decode unit") {
+  const runs_source src(1000);
+  for (std::uint64_t block : {1u, 7u, 50u, 2000u}) {
+    const record_units u = detail::units_of(src, block);
+    CHECK(u.records() == 1000);
+    for (std::uint64_t k = 0; k < u.size(); ++k) {
+      const auto b = u.begin(k), e = u.end(k);
+      REQUIRE(e > b);
+      if (k + 1 < u.size()) CHECK(e - b >= block);     // at least a block, but the last
+      if (b > 0) CHECK(src.unit[b - 1] != src.unit[b]);  // starts at a decode unit's start
+      if (k + 1 < u.size() && e - b > block)            // ran on only to end a decode unit
+        CHECK(src.unit[b + block - 1] == src.unit[b + block]);
+    }
+    CHECK(u.begin(0) == 0);
+    CHECK(u.end(u.size() - 1) == 1000);
+  }
+  // With blocks of 1, the units are exactly the runs of equal decode_unit.
+  const record_units runs = detail::units_of(src, 1);
+  std::uint64_t count = 1;
+  for (std::uint64_t i = 1; i < 1000; ++i) count += src.unit[i] != src.unit[i - 1];
+  CHECK(runs.size() == count);
+  CHECK(detail::units_of(test_only_plain{}, 7).size() == 15);
+  CHECK(detail::records_per_decode_unit(test_only_chunks{}) == 12);
+  CHECK(detail::records_per_decode_unit(test_only_plain{}) == 1);
+}
+
 TEST_CASE("advance rolls over epochs") {
   sampler s(10, 4, {.part = partition{}});
   sampler_state st{1, 0, 2};
   st = s.advance(st);
+  CHECK(st == sampler_state{1, 0, 6});
+  st = s.advance(st);  // 4 of 10 positions left: a round of 4 ends the epoch
   CHECK(st == sampler_state{1, 1, 0});
+  CHECK(s.advance(sampler_state{1, 0, 8}) == sampler_state{1, 1, 0});
 }
 
 TEST_CASE("configuration errors") {

@@ -9,24 +9,13 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
-#include <utility>
 
 #include "gpufeed/cuda/check.hpp"
-#include "gpufeed/detail/unique_handle.hpp"
+#include "gpufeed/cuda/detail/memory_block.hpp"
 
 namespace gpufeed::cuda {
 
-class device_buffer {
-  // The allocation and its size move together, so a moved-from buffer is empty (size() == 0).
-  struct allocation {
-    void* data = nullptr;
-    std::size_t bytes = 0;
-    bool operator==(const allocation&) const noexcept = default;
-  };
-  struct free_memory {
-    void operator()(allocation a) const noexcept { GPUFEED_CUDA_LOG(cudaFree(a.data)); }
-  };
-
+class device_buffer : public detail::memory_block<cudaFree, detail::cuda_free_name> {
  public:
   device_buffer() noexcept = default;
   // Allocates on the current device.
@@ -34,21 +23,14 @@ class device_buffer {
     if (bytes) {
       void* p = nullptr;
       GPUFEED_CUDA_TRY(cudaMalloc(&p, bytes));
-      mem_ = gpufeed::detail::unique_handle<allocation, free_memory>(allocation{p, bytes});
+      memory_block::operator=(memory_block(p, bytes));
     }
   }
 
-  [[nodiscard]] std::byte* data() const noexcept {
-    return static_cast<std::byte*>(mem_.get().data);
-  }
-  [[nodiscard]] std::size_t size() const noexcept { return mem_.get().bytes; }
   template <class T>
   [[nodiscard]] T* as() const noexcept {
-    return static_cast<T*>(mem_.get().data);
+    return reinterpret_cast<T*>(data());
   }
-
- private:
-  gpufeed::detail::unique_handle<allocation, free_memory> mem_;  // move-only through it
 };
 
 }  // namespace gpufeed::cuda

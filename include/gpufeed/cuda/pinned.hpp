@@ -16,38 +16,20 @@
 #include <utility>
 
 #include "gpufeed/cuda/check.hpp"
-#include "gpufeed/detail/unique_handle.hpp"
+#include "gpufeed/cuda/detail/memory_block.hpp"
 
 namespace gpufeed::cuda {
 
-class pinned_buffer {
-  // The allocation and its size move together, so a moved-from buffer is empty (size() == 0).
-  struct allocation {
-    void* data = nullptr;
-    std::size_t bytes = 0;
-    bool operator==(const allocation&) const noexcept = default;
-  };
-  struct free_memory {
-    void operator()(allocation a) const noexcept { GPUFEED_CUDA_LOG(cudaFreeHost(a.data)); }
-  };
-
+class pinned_buffer : public detail::memory_block<cudaFreeHost, detail::cuda_free_host_name> {
  public:
   pinned_buffer() noexcept = default;
   explicit pinned_buffer(std::size_t bytes) {
     if (bytes) {
       void* p = nullptr;
       GPUFEED_CUDA_TRY(cudaMallocHost(&p, bytes));
-      mem_ = gpufeed::detail::unique_handle<allocation, free_memory>(allocation{p, bytes});
+      memory_block::operator=(memory_block(p, bytes));
     }
   }
-
-  [[nodiscard]] std::byte* data() const noexcept {
-    return static_cast<std::byte*>(mem_.get().data);
-  }
-  [[nodiscard]] std::size_t size() const noexcept { return mem_.get().bytes; }
-
- private:
-  gpufeed::detail::unique_handle<allocation, free_memory> mem_;  // move-only through it
 };
 
 // std::pmr resource over cudaMallocHost/cudaFreeHost. cudaMallocHost sub-allocates: its pointers

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "gpufeed/detail/loader/slot_layout.hpp"
+#include "gpufeed/detail/order/units.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/loader_config.hpp"
 #include "gpufeed/sampler.hpp"
@@ -27,12 +28,32 @@ struct pipeline_setup {
   // Cut worker tasks where the source's decode unit changes (decode_unit_source, sequential
   // order, automatic task size): a task runs on past chunk_records to the end of its unit.
   bool unit_tasks = false;
-  sampler_state start;           // the first batch to plan
+  sampler_state start;           // the first round to plan
+  // The source's records per decode unit (loader_stats::records_per_decode_unit), and the
+  // one-time notice the loader prints when shuffled order decodes whole units per record.
+  double records_per_decode_unit = 1;
+  std::string order_notice;
 
   [[nodiscard]] slot_layout layout() const noexcept {
     return slot_layout{config.batch_size, config.slot_data_bytes};
   }
 };
+
+// block_shuffled's default window: units holding this many record bytes (a decoded-chunk cache
+// holds one window): 8,192 records of 16 KiB, shuffled together.
+inline constexpr std::size_t default_window_bytes = std::size_t{128} << 20;
+
+// Shuffled order on decode units of at least this many records gets the notice below: each
+// record read at random decodes that many records' worth.
+inline constexpr double shuffled_notice_records = 4;
+
+inline std::string shuffled_cost_notice(double records_per_unit) {
+  const std::string n = std::to_string(static_cast<std::uint64_t>(records_per_unit));
+  return "gpufeed: shuffled order on a source whose decode units (compressed chunks) hold " + n +
+         " records: every record read at random decodes its whole unit, ~" + n +
+         "x the bytes delivered. Use sample_order::block_shuffled (random over units, each "
+         "decoded once per epoch), or repack with `gpufeed pack --compress`.";
+}
 
 // A loader_options value if fixed at compile time, else the config's, else the default.
 inline std::size_t pick(std::size_t compile_time, std::size_t run_time, std::size_t fallback) {
@@ -79,33 +100,50 @@ pipeline_setup resolve_config(const Source& src, loader_config c,
   if (c.transform_output_bytes && !c.transform)
     throw config_error("transform_output_bytes given without a transform");
 
-  sampler_options so;
-  so.order = c.order;
-  so.seed = c.resume ? c.resume->seed : c.seed;
-  so.drop_last = c.drop_last;
-  so.part = c.part;
-  sampler order(src.size(), c.batch_size, so);
-  if (order.batches_per_epoch() == 0)
-    throw config_error("no full batch of " + std::to_string(c.batch_size) +
-                       " records per epoch with drop_last (" +
-                       std::to_string(order.records_per_epoch()) + " records per rank)");
-  sampler_state start{so.seed, 0, 0};
-  if (c.resume) {
-    start = *c.resume;
-    if (start.batch >= order.batches_per_epoch())
-      throw config_error("resume state names batch " + std::to_string(start.batch) +
-                         " but an epoch has " + std::to_string(order.batches_per_epoch()));
-  }
-
   const std::size_t record_bytes = fixed_record_size(src);
   const bool automatic_chunks = c.chunk_records == 0;
   c.slot_data_bytes = slot_data_bytes(src, c, record_bytes);
   if (automatic_chunks)
     c.chunk_records = auto_chunk(c.batch_size, c.slot_data_bytes, c.workers, c.prefetch);
+
+  sampler_options so;
+  so.order = c.order;
+  so.seed = c.resume ? c.resume->seed : c.seed;
+  so.drop_last = c.drop_last;
+  so.part = c.part;
+  record_units units;
+  if (c.order == sample_order::block_shuffled) {
+    const std::size_t mean_bytes =
+        record_bytes ? record_bytes : std::max<std::size_t>(1, c.slot_data_bytes / c.batch_size);
+    units = units_of(src, block_records(mean_bytes));
+    if (c.shuffle_window == 0) {
+      const std::uint64_t unit_records =
+          std::max<std::uint64_t>(1, src.size() / std::max<std::uint64_t>(1, units.size()));
+      c.shuffle_window = std::max<std::size_t>(
+          4, default_window_bytes / std::max<std::uint64_t>(1, unit_records * mean_bytes));
+    }
+    so.window = std::min<std::uint64_t>(c.shuffle_window, std::max<std::uint64_t>(1, units.size()));
+    c.shuffle_window = static_cast<std::size_t>(so.window);
+  }
+  sampler order(src.size(), c.batch_size, so, std::move(units));
+  if (order.batches_per_epoch() == 0)
+    throw config_error("no full batch of " + std::to_string(c.batch_size) +
+                       " records per epoch with drop_last (" +
+                       std::to_string(order.records_per_epoch()) + " records per rank)");
+  const sampler_state start = c.resume ? order.resumed(*c.resume) : order.first_state();
+
+  // Sequential order only: in block_shuffled a batch's neighbours share a unit with probability
+  // ~1/window, so tasks would be cut at chunk_records anyway; the decoded-chunk cache is what
+  // decodes a unit once there.
   const bool unit_tasks = decode_unit_source<Source> && automatic_chunks &&
                           c.order == sample_order::sequential;
+  const double per_unit = records_per_decode_unit(src);
+  std::string notice;
+  if (c.order == sample_order::shuffled && per_unit >= shuffled_notice_records)
+    notice = shuffled_cost_notice(per_unit);
   const bool labels = has_labels(src);
-  return pipeline_setup{std::move(c), std::move(order), record_bytes, labels, unit_tasks, start};
+  return pipeline_setup{std::move(c),  std::move(order), record_bytes, labels, unit_tasks,
+                        start,         per_unit,         std::move(notice)};
 }
 
 }  // namespace gpufeed::detail

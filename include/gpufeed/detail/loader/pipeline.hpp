@@ -81,7 +81,7 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
     const pipeline_setup& p = state_.setup;
     const std::optional<batch_meta> m = state_.ready.last_taken();
     if (!m) return p.start;
-    return p.order.advance(sampler_state{p.start.seed, m->epoch, m->number});
+    return p.order.advance(sampler_state{p.start.seed, m->epoch, m->position});
   }
 
   void release_batch(std::size_t ticket, stream_handle consumer) noexcept override {
@@ -108,6 +108,12 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
     s.streams = on_device ? c.streams : 0;
     s.batch_size = c.batch_size;
     s.target = c.target.name();
+    s.order = to_string(c.order);
+    s.records_per_decode_unit = state_.setup.records_per_decode_unit;
+    if (c.order == sample_order::block_shuffled) {
+      s.order_units = state_.setup.order.units().size();
+      s.shuffle_window = c.shuffle_window;
+    }
     s.trace_events_dropped = state_.timeline.dropped();
     return s;
   }

@@ -17,7 +17,7 @@
 
 namespace gpufeed::detail {
 
-// Fills `slot` (whose meta names the epoch and batch number) with the batch's indices, labels
+// Fills `slot` (whose meta names the epoch and the round's global position) with the batch's indices, labels
 // and offsets, and sets meta.records and meta.data_bytes. Throws config_error when the records
 // do not fit the slot.
 template <source Source>
@@ -28,7 +28,8 @@ void plan_batch(const Source& src, const pipeline_setup& p, staging_slot& slot) 
   std::int64_t* lab = slot_layout::labels(base, l);
   std::uint64_t* off = slot_layout::offsets(base, l);
   batch_meta& m = slot.meta;
-  m.records = p.order.batch(m.epoch, m.number, std::span(idx, l.batch_size));
+  m.records = p.order.batch(sampler_state{p.start.seed, m.epoch, m.position},
+                              std::span(idx, l.batch_size));
   std::uint64_t cursor = 0;
   for (std::size_t k = 0; k < m.records; ++k) {
     off[k] = cursor;

@@ -55,7 +55,7 @@ class producer {
     const pipeline_setup& p = s_.setup;
     std::uint64_t sequence = 0;
     sampler_state at = p.start;
-    const std::uint64_t per_epoch = p.order.batches_per_epoch();
+    std::uint64_t number = p.order.batch_number(at);  // this rank's batch within the epoch
     for (;;) {
       if (p.config.epochs && at.epoch >= p.config.epochs) {
         s_.ready.end_at(sequence);
@@ -71,9 +71,11 @@ class producer {
       staging_slot& slot = s_.staging[*s];
       slot.meta = batch_meta{};
       slot.meta.epoch = at.epoch;
-      slot.meta.number = at.batch;
+      slot.meta.number = number;
+      slot.meta.position = at.position;
       slot.meta.sequence = sequence++;
-      slot.meta.last_in_epoch = at.batch + 1 == per_epoch;
+      const sampler_state next = p.order.advance(at);
+      slot.meta.last_in_epoch = next.epoch != at.epoch;
       slot.meta.record_bytes = p.record_bytes;
       slot.meta.output_bytes = p.config.transform_output_bytes;
       slot.meta.on_device = !p.config.target.is_host();
@@ -85,7 +87,8 @@ class producer {
         slot.error = std::current_exception();
         slot.meta.records = 0;
       }
-      at = p.order.advance(at);
+      number = next.epoch != at.epoch ? 0 : number + 1;
+      at = next;
       s_.timeline.add(s_.timeline.planner(), "wait for slot", w0, w1, slot.meta.sequence);
       s_.timeline.add(s_.timeline.planner(), "plan", w1, s_.timeline.now(), slot.meta.sequence);
       if (slot.error || slot.meta.records == 0) {

@@ -1,0 +1,150 @@
+// gpufeed::detail — an epoch's global sequence: position p of epoch e -> record, a bijection of
+// [0, N) for every (seed, epoch), the same on every rank and at every world size.
+//
+//   sequential      p
+//   shuffled        a keyed Feistel permutation of [0, N) (permutation.hpp), O(1) memory
+//   block_shuffled  the units (units.hpp) in a keyed permuted order; consecutive groups of
+//                   `window` permuted units form windows, and each window's records are shuffled
+//                   together by a keyed permutation of the window. A window is read and decoded
+//                   once: its records fill consecutive positions. Windows tumble (do not
+//                   overlap), so position -> record stays O(log units) without replaying the
+//                   epoch, which interleaved ranks and resume at another world size need.
+// block_shuffled keeps, per epoch, the permuted unit ids and the records before each (16 bytes
+// per unit), rebuilt on the first lookup of another epoch, under a mutex. A copy starts with its
+// own empty cache, so the loader's planner and a user's copy (loader::batch_sampler()) looking
+// at different epochs do not rebuild each other's.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "gpufeed/detail/order/units.hpp"
+#include "gpufeed/detail/permutation.hpp"
+
+namespace gpufeed {
+
+// The epoch order (see sampler.hpp).
+enum class sample_order { shuffled, sequential, block_shuffled };
+
+inline const char* to_string(sample_order o) noexcept {
+  switch (o) {
+    case sample_order::shuffled: return "shuffled";
+    case sample_order::sequential: return "sequential";
+    case sample_order::block_shuffled: return "block_shuffled";
+  }
+  return "?";
+}
+
+namespace detail {
+
+class epoch_sequence {
+ public:
+  epoch_sequence() = default;
+  // `window` is clamped to [1, units]; it matters only for block_shuffled.
+  epoch_sequence(sample_order order, std::uint64_t records, std::uint64_t seed,
+                 record_units units, std::uint64_t window)
+      : order_(order), n_(records), seed_(seed), units_(std::move(units)),
+        window_(std::clamp<std::uint64_t>(window, 1, std::max<std::uint64_t>(1, units_.size()))),
+        cache_(std::make_shared<cache>()) {}
+
+  epoch_sequence(const epoch_sequence& o)
+      : order_(o.order_), n_(o.n_), seed_(o.seed_), units_(o.units_), window_(o.window_),
+        cache_(std::make_shared<cache>()) {}
+  epoch_sequence& operator=(const epoch_sequence& o) {
+    if (this != &o) *this = epoch_sequence(o);
+    return *this;
+  }
+  epoch_sequence(epoch_sequence&&) noexcept = default;
+  epoch_sequence& operator=(epoch_sequence&&) noexcept = default;
+  ~epoch_sequence() = default;
+
+  [[nodiscard]] sample_order order() const noexcept { return order_; }
+  [[nodiscard]] const record_units& units() const noexcept { return units_; }
+  [[nodiscard]] std::uint64_t window() const noexcept { return window_; }
+
+  // out[k] = the record at position (first + k) mod N of `epoch`.
+  void fill(std::uint64_t epoch, std::uint64_t first, std::span<std::uint64_t> out) const {
+    const auto pos = [&](std::size_t k) { return (first + k) % n_; };
+    if (order_ == sample_order::sequential) {
+      for (std::size_t k = 0; k < out.size(); ++k) out[k] = pos(k);
+    } else if (order_ == sample_order::shuffled) {
+      const feistel_permutation perm(n_, key(epoch, 0));
+      for (std::size_t k = 0; k < out.size(); ++k) out[k] = perm(pos(k));
+    } else {
+      std::lock_guard lock(cache_->mutex);
+      const cache& c = prepared(epoch);
+      std::uint64_t win = std::numeric_limits<std::uint64_t>::max(), lo = 0, hi = 0;
+      feistel_permutation perm(1, 0);
+      for (std::size_t k = 0; k < out.size(); ++k) {
+        const std::uint64_t p = pos(k);
+        if (win == std::numeric_limits<std::uint64_t>::max() || p < lo || p >= hi) {
+          const std::uint64_t slot = slot_of(c, p, 0, c.before.size() - 1);
+          win = slot / window_;
+          lo = c.before[win * window_];
+          hi = c.before[std::min<std::uint64_t>(c.before.size() - 1, (win + 1) * window_)];
+          perm = feistel_permutation(hi - lo, key(epoch, win + 1));
+        }
+        const std::uint64_t q = lo + perm(p - lo);
+        const std::uint64_t last = std::min<std::uint64_t>(c.before.size() - 1, (win + 1) * window_);
+        const std::uint64_t slot = slot_of(c, q, win * window_, last);
+        out[k] = units_.begin(c.unit[slot]) + (q - c.before[slot]);
+      }
+    }
+  }
+
+ private:
+  struct cache {
+    std::mutex mutex;
+    std::uint64_t epoch = std::numeric_limits<std::uint64_t>::max();
+    std::vector<std::uint64_t> unit;    // unit at each permuted slot
+    std::vector<std::uint64_t> before;  // records in the slots before each, then N
+  };
+
+  [[nodiscard]] std::uint64_t key(std::uint64_t epoch, std::uint64_t part) const noexcept {
+    const std::uint64_t base = mix64(seed_ ^ mix64(epoch + 0x243f6a8885a308d3ull));
+    return part == 0 ? base : mix64(base ^ mix64(part));  // part 0: shuffled's key
+  }
+
+  // Caller holds the mutex.
+  const cache& prepared(std::uint64_t epoch) const {
+    cache& c = *cache_;
+    if (c.epoch == epoch) return c;
+    const std::uint64_t u = units_.size();
+    const feistel_permutation perm(u, key(epoch, std::numeric_limits<std::uint64_t>::max()));
+    c.unit.resize(u);
+    c.before.resize(u + 1);
+    std::uint64_t sum = 0;
+    for (std::uint64_t s = 0; s < u; ++s) {
+      c.unit[s] = perm(s);
+      c.before[s] = sum;
+      sum += units_.end(c.unit[s]) - units_.begin(c.unit[s]);
+    }
+    c.before[u] = sum;
+    c.epoch = epoch;
+    return c;
+  }
+
+  // The slot s in [lo, hi) with before[s] <= p < before[s + 1].
+  static std::uint64_t slot_of(const cache& c, std::uint64_t p, std::uint64_t lo,
+                               std::uint64_t hi) noexcept {
+    const auto first = c.before.begin() + static_cast<std::ptrdiff_t>(lo);
+    const auto last = c.before.begin() + static_cast<std::ptrdiff_t>(hi) + 1;
+    return static_cast<std::uint64_t>(std::upper_bound(first, last, p) - c.before.begin()) - 1;
+  }
+
+  sample_order order_ = sample_order::shuffled;
+  std::uint64_t n_ = 0;
+  std::uint64_t seed_ = 0;
+  record_units units_;
+  std::uint64_t window_ = 1;
+  std::shared_ptr<cache> cache_;
+};
+
+}  // namespace detail
+}  // namespace gpufeed
