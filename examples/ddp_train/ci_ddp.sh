@@ -44,10 +44,25 @@ same_loss() {
          if (!($1 in a) || d > 1e-4 * a[$1]) { print "epoch " $1 ": " a[$1] " vs " $2; bad = 1 } }
        END { exit bad || n == 0 }' "$1" "$2"
 }
+for n in 2 3; do
+  same_loss loss1.txt "loss$n.txt" || fail "$n ranks' loss differs from 1 rank's (same global batch)"
+done
+
 echo "== 2401 records on 3 ranks"
 mpi 3 --data data2401 --records 2401 --global-batch 24 --epochs 2 --check --target host \
   --workers 2 | tee uneven.log
 [ "$(grep -c 'the union is the dataset' uneven.log)" -eq 2 ] || fail "2401 records: union"
+
+echo "== elastic resume: 4 ranks for 130 steps, then 2 and 3"
+mpi 4 "${common[@]}" --steps 130 --checkpoint ckpt.bin | tee stop4.log
+grep -q "checkpoint after 130 steps (epoch 1" stop4.log || fail "no checkpoint in epoch 1"
+for n in 2 3; do
+  mpi "$n" "${common[@]}" --resume ckpt.bin --loss-log "resume$n.txt" | tee "resume$n.log"
+  grep -q "epoch 1: .*(720 before the resume).*every record exactly once" "resume$n.log" ||
+    fail "resume on $n: epoch 1 not exactly once across the resume"
+  grep -q "epoch 2: .*every record exactly once" "resume$n.log" || fail "resume on $n: epoch 2"
+  same_loss loss1.txt "resume$n.txt" 2 || fail "resume on $n: epoch 2's loss differs from 1 rank's"
+done
 
 echo "== the checks fail when they should"
 for fault in overlap diverge; do
