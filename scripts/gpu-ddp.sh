@@ -2,13 +2,15 @@
 # On the GPU machine, after scripts/ddp-bundle.sh here and with .gpu carried:
 #   bash .gpu/gpu-ddp.sh        one GPU: correctness, then samples/s beside train_loop's
 #   bash .gpu/gpu-ddp.sh N      N GPUs of one host (scripts/multi-gpu.sh): mpirun -np N
-# Logs and loss curves go to $OUT (or /tmp/gpufeed-out); a summary is printed last and the exit
+# Logs and loss curves are written to /tmp/gpufeed-ddp and gathered into one file,
+# $OUT/gpu-ddp.log (the device tool returns few files); a summary is printed last and the exit
 # status is 1 if any check failed.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 gpus=${1:-1}
-out=${OUT:-/tmp/gpufeed-out}
-mkdir -p "$out"
+out=/tmp/gpufeed-ddp
+rm -rf "$out"
+mkdir -p "$out" "${OUT:-/tmp/gpufeed-out}"
 export LD_LIBRARY_PATH=$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 source "$here/gpu-libs.sh" || exit 1
 # NVLink multicast stays off on these machines (it can take shared GPUs out of service).
@@ -20,7 +22,8 @@ export LD_LIBRARY_PATH=$(echo "$mpi"/lib/*/openmpi/lib):$mpi/pmix2/lib:$mpi/libs
 export OMPI_MCA_btl_vader_single_copy_mechanism=none PMIX_MCA_mca_base_component_path=$mpi/pmix2/lib/pmix
 bin=$here/bin
 small=(--data /tmp/ddp-small --records 2400 --global-batch 24 --epochs 3 --check --workers 2)
-big=(--data /tmp/ddp-big --records 100000 --features 4096 --hidden 256 --classes 10
+records=${DDP_RECORDS:-100000}  # the throughput runs' dataset (16 KiB records)
+big=(--data /tmp/ddp-big-$records --records "$records" --features 4096 --hidden 256 --classes 10
      --global-batch 512 --epochs 3 --workers 14)
 status=0 summary=""
 note() { summary+="$1"$'\n'; echo "== $1"; }
@@ -51,7 +54,7 @@ if [ "$gpus" -eq 1 ]; then
   compare loss-gpu1.txt loss-gpu1-mpi.txt 1e-6 "MPI singleton vs no MPI"
   # Throughput: 16 KiB records, batch 512, as train_loop's main job.
   run ddp-big "$bin/ddp_train" "${big[@]}" --comm self --target cuda
-  run train-loop "$bin/train_loop" --data /tmp/tl-big --records 100000 --record-kib 16 --batch 512 --epochs 3
+  run train-loop "$bin/train_loop" --data "/tmp/tl-big-$records" --records "$records" --record-kib 16 --batch 512 --epochs 3
   note "ddp_train samples/s (last epoch, total): $(awk '$1 ~ /^[0-9]+$/ {v = $5} END {print v}' "$out/ddp-big.log")"
   note "train_loop samples/s (last epoch): $(awk '$1 ~ /^[0-9]+$/ && NF >= 5 {v = $2} END {print v}' "$out/train-loop.log")"
 else
@@ -73,4 +76,6 @@ else
 fi
 echo "----"
 printf '%s' "$summary"
+{ printf '%s' "$summary"; for f in "$out"/*; do echo "===== $(basename "$f")"; cat "$f"; done; } \
+  >"${OUT:-/tmp/gpufeed-out}/gpu-ddp.log"
 exit "$status"

@@ -5,7 +5,7 @@
 # missing. GPUFEED_LIB_DIRS (colon-separated) is searched first.
 gpufeed_find_lib() {
   local name=$1 d
-  for d in ${GPUFEED_LIB_DIRS//:/ } /usr/local/cuda/lib64 /usr/local/cuda/lib \
+  for d in ${GPUFEED_LIB_DIRS:+${GPUFEED_LIB_DIRS//:/ }} /usr/local/cuda/lib64 /usr/local/cuda/lib \
            /opt/torch/.venv/lib/python3*/site-packages/nvidia/*/lib \
            /usr/local/lib/python3*/site-packages/nvidia/*/lib \
            /usr/local/lib/python3*/dist-packages/nvidia/*/lib \
