@@ -10,6 +10,7 @@
 #include <memory_resource>
 #include <optional>
 
+#include "gpufeed/record_transform.hpp"
 #include "gpufeed/sampler.hpp"
 #include "gpufeed/target.hpp"
 
@@ -52,7 +53,10 @@ concept loader_options_type = requires {
 //   skip         the record is left out of its batch (the batch is shorter) and logged
 //   substitute   the record is replaced by a good record of the same batch (same size) and logged;
 //                where none fits, it is skipped
-// A failing transform hook fails the whole batch under every policy.
+// A record that the per-record transform (loader_config::per_record) throws on counts as a
+// record that cannot be read; substitute then takes any good record of the batch when outputs are
+// bounded (record_transform.hpp). A failing transform hook fails the whole batch under every
+// policy.
 enum class error_policy { throw_error, skip, substitute };
 
 struct loader_config {
@@ -77,6 +81,9 @@ struct loader_config {
   std::size_t slot_data_bytes = 0;
   std::size_t chunk_records = 0;          // records per worker task; 0 = automatic
   stream_handle consumer_stream = nullptr;  // the stream that consumes batches (device targets)
+  // Runs in the workers on every record, writing its output into the slot; slots are then sized
+  // from its output_bytes() (record_transform.hpp).
+  record_transform per_record;
   transform_hook transform;               // runs after the copy, before hand-off
   std::size_t transform_output_bytes = 0;  // per-batch output buffer for the transform
   // Where host slots come from; nullptr = pinned memory on device targets, pageable on the host

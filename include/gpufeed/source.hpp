@@ -21,6 +21,13 @@
 //                                          at a time; it may define idle(), called when its thread
 //                                          finishes a batch, to drop resources it holds meanwhile
 //                                          (e.g. mdb_txn_reset).
+//   r.view(i) -> std::span<const std::byte>   on a reader (or s.view(i), thread-safe, on the
+//                                          source): record i's bytes in memory the reader or
+//                                          source owns, valid until that reader's next call
+//                                          (read, view, idle) — for a source that already holds
+//                                          records in memory. The loader's per-record transform
+//                                          stage (record_transform.hpp) takes them instead of
+//                                          reading into its scratch buffer: no copy at all.
 //   s.decode_unit(i) -> std::uint64_t     records with equal values share decoding work (one
 //                                          compressed chunk band) and are consecutive; cheap, no
 //                                          I/O. The loader keeps such runs in one worker task when
@@ -62,6 +69,11 @@ concept reader_source = source<S> && requires(const S& s, std::uint64_t i,
   s.make_reader().read(i, dst);
 };
 
+template <class R>
+concept view_reader = requires(R& r, std::uint64_t i) {
+  { r.view(i) } -> std::convertible_to<std::span<const std::byte>>;
+};
+
 template <class S>
 concept decode_unit_source = source<S> && requires(const S& s, std::uint64_t i) {
   { s.decode_unit(i) } -> std::convertible_to<std::uint64_t>;
@@ -74,6 +86,11 @@ class plain_reader {
  public:
   explicit plain_reader(const S& s) noexcept : source_(&s) {}
   void read(std::uint64_t i, std::span<std::byte> dst) { source_->read(i, dst); }
+  std::span<const std::byte> view(std::uint64_t i)
+    requires view_reader<const S>
+  {
+    return source_->view(i);
+  }
   void idle() noexcept {}
 
  private:

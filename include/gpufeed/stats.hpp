@@ -19,6 +19,7 @@ namespace gpufeed {
 struct worker_stats {
   std::uint64_t records = 0, bytes = 0, chunks = 0, failures = 0;
   double read_seconds = 0;  // inside the source's read (I/O + decode), wall time
+  double transform_seconds = 0;  // of which inside the per-record transform (record_transform.hpp)
   double read_cpu_seconds = 0;  // CPU time of the worker thread (its reads, plus the small
                                 // hand-off work around them; Linux schedstat)
   double runqueue_seconds = 0;  // runnable but waiting for a core (whole thread; Linux schedstat)

@@ -273,3 +273,46 @@ TEST_CASE("sequential loader over ranks: a rank's block starts mid-chunk, bytes 
   }
   check_exactly_once(std::move(seen), src.size());
 }
+
+TEST_CASE("a record transform over HDF5 shards: its input is the record, its errors name the shard") {
+  static_assert(gpufeed::detail::sharded_source<hdf5_source>);
+  const three_shards d;
+  const hdf5_source src(d.paths);
+  loader_config c = sequential(50);
+  c.order = sample_order::shuffled;
+  c.workers = 3;
+  // Fixed 16-byte outputs: the record's first 8 and last 8 bytes.
+  c.per_record = record_transform::fixed(
+      16, [&d](const record_input& in, std::span<std::byte> out, record_rng&) {
+        if (in.index == 850) throw corrupt_error("not an image");
+        REQUIRE(in.bytes.size() == row);
+        CHECK(std::equal(in.bytes.begin(), in.bytes.end(),
+                         d.expected[static_cast<std::size_t>(in.index)].begin()));
+        std::copy_n(in.bytes.begin(), 8, out.begin());
+        std::copy_n(in.bytes.end() - 8, 8, out.begin() + 8);
+      });
+  loader<hdf5_source> l(src, c);
+  std::vector<int> seen(src.size(), 0);
+  int errors = 0;
+  for (;;) {
+    try {
+      auto b = l.next();
+      if (!b) break;
+      for (std::size_t k = 0; k < b->size(); ++k) {
+        const auto i = static_cast<std::size_t>(b->indices()[k]);
+        const auto r = b->record(k);
+        REQUIRE(r.size() == 16);
+        CHECK(std::equal(r.begin(), r.begin() + 8, d.expected[i].begin()));
+        CHECK(std::equal(r.begin() + 8, r.end(), d.expected[i].end() - 8));
+        ++seen[i];
+      }
+    } catch (const corrupt_error& e) {
+      ++errors;
+      CHECK(e.file() == d.paths[1].string());  // record 850 lies in the second shard
+      CHECK(e.record() == 850u);
+    }
+  }
+  CHECK(errors == 1);
+  CHECK(std::count(seen.begin(), seen.end(), 1) == 1500 - 50);  // the broken batch is lost
+  CHECK(std::count(seen.begin(), seen.end(), 0) == 50);
+}

@@ -1,7 +1,9 @@
 // lmdb_source under concurrency: 16 threads reading random records through their own readers
-// and through the shared read(), with idle()/renew cycles.
+// and through the shared read(), with idle()/renew cycles; the loader over them, also with a
+// per-record transform.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <random>
@@ -113,4 +115,57 @@ TEST_CASE("sequential order through the loader: 0..n-1 each epoch, bytes exact, 
       return bytes.size() == want.size() && std::memcmp(bytes.data(), want.data(), want.size()) == 0;
     });
   }
+}
+
+TEST_CASE("a record transform over LMDB shards: exact outputs once each, errors name the shard") {
+  fixture f;
+  lmdb_source s(f.paths);
+  loader_config c;
+  c.batch_size = 32;
+  c.part = partition{};
+  c.epochs = 1;
+  c.workers = 4;
+  // Bounded: the value reversed, as long as it is (values are 1 B .. 20 KiB).
+  c.per_record = record_transform::bounded(
+      20000, [](const record_input& in, std::span<std::byte> out, record_rng&) -> std::size_t {
+        if (in.index == 555) throw corrupt_error("not an image");
+        std::reverse_copy(in.bytes.begin(), in.bytes.end(), out.begin());
+        return in.bytes.size();
+      });
+  c.on_error = error_policy::skip;
+  {
+    loader<lmdb_source> l(s, c);
+    std::vector<int> seen(s.size(), 0);
+    std::size_t skipped = 0;
+    while (auto b = l.next()) {
+      for (const auto& r : b->skipped()) {
+        CHECK(r.index == 555);
+        CHECK(r.what.find(f.paths[1].string()) != std::string::npos);
+        ++skipped;
+      }
+      for (std::size_t k = 0; k < b->size(); ++k) {
+        const std::uint64_t i = b->indices()[k];
+        std::string expect = f.values[i];
+        std::reverse(expect.begin(), expect.end());
+        const auto r = b->record(k);
+        CHECK(std::string(reinterpret_cast<const char*>(r.data()), r.size()) == expect);
+        ++seen[i];
+      }
+    }
+    CHECK(skipped == 1);
+    for (std::uint64_t i = 0; i < s.size(); ++i) CHECK(seen[i] == (i == 555 ? 0 : 1));
+  }
+  c.on_error = error_policy::throw_error;
+  loader<lmdb_source> l(s, c);
+  int errors = 0;
+  for (;;) {
+    try {
+      if (!l.next()) break;
+    } catch (const corrupt_error& e) {
+      ++errors;
+      CHECK(e.file() == f.paths[1].string());
+      CHECK(e.record() == 555u);
+    }
+  }
+  CHECK(errors == 1);
 }

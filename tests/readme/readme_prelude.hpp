@@ -1,5 +1,5 @@
 // What README.md's C++ blocks leave to the reader: the consumer's stream and kernel, its launch
-// shape, and the standard headers the telemetry line uses.
+// shape, the record transform's decoder, and the standard headers the telemetry line uses.
 #pragma once
 
 #include <cstddef>
@@ -8,7 +8,10 @@
 #include <string>
 #include <thread>
 
+#include <span>
+
 #include "gpufeed/batch_view.hpp"
+#include "gpufeed/record_transform.hpp"
 #include "gpufeed/verdict.hpp"
 
 namespace readme_prelude {
@@ -21,5 +24,11 @@ __global__ inline void step(std::byte*, const std::uint64_t*, const std::int64_t
 inline int grid = 1, block = 1;  // unused by the host version of the launch
 inline void step(std::byte*, const std::uint64_t*, const std::int64_t*, std::size_t) {}
 #endif
+
+// The user's decoder in the record transform block: writes out.size() bytes.
+inline void decode_crop_chw(std::span<const std::byte>, std::span<std::byte> out, bool,
+                            gpufeed::record_rng&) {
+  for (std::byte& b : out) b = std::byte{0};
+}
 
 }  // namespace readme_prelude

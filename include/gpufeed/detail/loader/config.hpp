@@ -75,6 +75,7 @@ inline std::size_t auto_chunk(std::size_t batch, std::size_t capacity, std::size
 
 template <source Source>
 std::size_t slot_data_bytes(const Source& src, const loader_config& c, std::size_t record_bytes) {
+  if (c.per_record) return c.per_record.output_bytes() * c.batch_size;  // checked not to overflow
   if (c.slot_data_bytes) return c.slot_data_bytes;
   if (record_bytes) return record_bytes * c.batch_size;
   if constexpr (requires { src.max_record_size(); }) {
@@ -99,8 +100,24 @@ pipeline_setup resolve_config(const Source& src, loader_config c,
   if (c.max_held_batches == 0) throw config_error("max_held_batches must be at least 1");
   if (c.transform_output_bytes && !c.transform)
     throw config_error("transform_output_bytes given without a transform");
+  if (c.per_record) {
+    const std::size_t out = c.per_record.output_bytes();
+    if (out == 0) throw config_error("per_record: the record transform's output_bytes is 0");
+    if (c.slot_data_bytes)
+      throw config_error("slot_data_bytes is set with a per_record transform: slots are sized "
+                         "from its output_bytes (batch_size x " + std::to_string(out) +
+                         "); leave slot_data_bytes 0");
+    if (out > (std::size_t{1} << 48) / c.batch_size)
+      throw config_error("per_record: batch_size x output_bytes (" +
+                         std::to_string(c.batch_size) + " x " + std::to_string(out) +
+                         ") is too large for a slot");
+  }
 
-  const std::size_t record_bytes = fixed_record_size(src);
+  // With a record transform, the delivered records are its outputs: fixed ones have its size,
+  // bounded ones vary.
+  const std::size_t record_bytes =
+      c.per_record ? (c.per_record.is_fixed() ? c.per_record.output_bytes() : 0)
+                   : fixed_record_size(src);
   const bool automatic_chunks = c.chunk_records == 0;
   c.slot_data_bytes = slot_data_bytes(src, c, record_bytes);
   if (automatic_chunks)
@@ -113,8 +130,16 @@ pipeline_setup resolve_config(const Source& src, loader_config c,
   so.part = c.part;
   record_units units;
   if (c.order == sample_order::block_shuffled) {
-    const std::size_t mean_bytes =
+    // Storage blocks hold the source's records: with a record transform, size units from
+    // those, not from its outputs.
+    std::size_t mean_bytes =
         record_bytes ? record_bytes : std::max<std::size_t>(1, c.slot_data_bytes / c.batch_size);
+    if (c.per_record) {
+      mean_bytes = fixed_record_size(src);
+      if constexpr (requires { src.max_record_size(); })
+        if (!mean_bytes) mean_bytes = src.max_record_size();
+      mean_bytes = std::max<std::size_t>(1, mean_bytes ? mean_bytes : c.per_record.output_bytes());
+    }
     units = units_of(src, block_records(mean_bytes));
     if (c.shuffle_window == 0) {
       const std::uint64_t unit_records =

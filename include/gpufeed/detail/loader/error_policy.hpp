@@ -25,20 +25,34 @@ inline std::string describe(const std::exception_ptr& e) {
   }
 }
 
+// Sorts the slot's failures by position and sets slot.error when they fail the batch as a whole:
+// the first fatal one (a record transform's bug) under every policy, else the first one under
+// throw_error. True when it did.
+inline bool batch_failed(staging_slot& slot, error_policy policy) {
+  auto& failures = slot.failures;
+  if (failures.empty()) return false;
+  std::sort(failures.begin(), failures.end(),
+            [](const record_failure& a, const record_failure& b) { return a.position < b.position; });
+  for (const auto& f : failures)
+    if (f.fatal) {
+      slot.error = f.error;
+      return true;
+    }
+  if (policy == error_policy::throw_error) {
+    slot.error = failures.front().error;
+    return true;
+  }
+  return false;
+}
+
 // Rewrites the slot in place so that it holds only delivered records, and returns what was
-// dropped or replaced. Under throw_error it sets slot.error to the first failure (in batch
-// order) instead and changes nothing else. Called by the one worker that completed the batch.
+// dropped or replaced. When the failures fail the batch (batch_failed) it sets slot.error
+// instead and changes nothing else. Called by the one worker that completed the batch.
 inline std::vector<skipped_record> apply_error_policy(staging_slot& slot, const slot_layout& layout,
                                                       error_policy policy) {
   std::vector<skipped_record> out;
-  auto& failures = slot.failures;
-  if (failures.empty()) return out;
-  std::sort(failures.begin(), failures.end(),
-            [](const record_failure& a, const record_failure& b) { return a.position < b.position; });
-  if (policy == error_policy::throw_error) {
-    slot.error = failures.front().error;
-    return out;
-  }
+  if (slot.failures.empty() || batch_failed(slot, policy)) return out;
+  const auto& failures = slot.failures;
   std::byte* base = slot.buffer.data();
   std::uint64_t* idx = slot_layout::indices(base, layout);
   std::int64_t* lab = slot_layout::labels(base, layout);

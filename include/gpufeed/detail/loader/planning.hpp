@@ -29,11 +29,14 @@ void plan_batch(const Source& src, const pipeline_setup& p, staging_slot& slot) 
   std::uint64_t* off = slot_layout::offsets(base, l);
   batch_meta& m = slot.meta;
   m.records = p.order.batch(sampler_state{p.start.seed, m.epoch, m.position},
-                              std::span(idx, l.batch_size));
+                            std::span(idx, l.batch_size));
+  // Each record's place: its fixed size, or a record transform's bound (the workers write
+  // record k at k x bound; record_stage.hpp packs them once their sizes are known).
+  const std::size_t each = p.record_bytes ? p.record_bytes : p.config.per_record.output_bytes();
   std::uint64_t cursor = 0;
   for (std::size_t k = 0; k < m.records; ++k) {
     off[k] = cursor;
-    cursor += p.record_bytes ? p.record_bytes : src.record_size(idx[k]);
+    cursor += each ? each : src.record_size(idx[k]);
     if (p.labels) {
       if constexpr (labeled_source<Source>) lab[k] = src.label(idx[k]);
     } else {

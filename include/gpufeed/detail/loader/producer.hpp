@@ -2,7 +2,9 @@
 //
 //   planner   takes a window credit (at most `prefetch` batches between it and the consumer) and a
 //             free staging slot, plans the batch into it (planning.hpp) and queues it as tasks.
-//   workers   read each task's records straight into their final place in the staging slot; the
+//   workers   read each task's records straight into their final place in the staging slot (with
+//             a per-record transform: into the worker's scratch, and the transform writes its
+//             output in that place, record_stage.hpp); the
 //             worker that finishes a batch's last task applies the error policy, takes a free
 //             target slot and hands the batch to the engine (one copy() and complete() per
 //             batch: one H2D copy on a device, nothing on the host target), then puts it on the
@@ -25,6 +27,7 @@
 #include "gpufeed/detail/loader/delivery.hpp"
 #include "gpufeed/detail/loader/error_policy.hpp"
 #include "gpufeed/detail/loader/planning.hpp"
+#include "gpufeed/detail/loader/record_stage.hpp"
 #include "gpufeed/detail/loader/state.hpp"
 #include "gpufeed/source.hpp"
 
@@ -106,6 +109,8 @@ class producer {
   void work_loop(std::stop_token st, std::size_t w) {
     const slot_layout l = s_.setup.layout();
     auto reader = make_reader(source_);
+    record_stage<Source> stage(source_, s_.setup);
+    const bool transform = static_cast<bool>(s_.setup.config.per_record);
     worker_counters& c = s_.meter.worker(w);
     c.tid.store(static_cast<long>(::gettid()));
     for (;;) {
@@ -123,8 +128,11 @@ class producer {
       const std::uint64_t* off = slot_layout::offsets(base, l);
       std::byte* data = slot_layout::data(base, l);
       const auto t0 = steady::now();
-      std::uint64_t bytes = 0, failures = 0;
-      {
+      std::uint64_t bytes = 0, failures = 0, transform_ns = 0;
+      if (transform) {
+        probe_range range(s_.engine->probe(), "gpufeed read + transform");
+        bytes = stage.run(reader, slot, l, task->begin, task->end, failures, transform_ns);
+      } else {
         probe_range range(s_.engine->probe(), "gpufeed read");
         for (std::size_t k = task->begin; k < task->end; ++k) {
           try {
@@ -139,7 +147,9 @@ class producer {
       }
       const std::uint64_t wall = since_ns(t0);
       c.read_ns.fetch_add(wall, std::memory_order_relaxed);
-      s_.timeline.add_ending_now(w, "read", wall, slot.meta.sequence);
+      if (transform) c.transform_ns.fetch_add(transform_ns, std::memory_order_relaxed);
+      s_.timeline.add_ending_now(w, transform ? "read + transform" : "read", wall,
+                                 slot.meta.sequence);
       c.records.fetch_add(task->end - task->begin, std::memory_order_relaxed);
       c.bytes.fetch_add(bytes, std::memory_order_relaxed);
       c.chunks.fetch_add(1, std::memory_order_relaxed);
@@ -194,7 +204,11 @@ class producer {
     ready_entry e;
     if (!slot.error) {
       std::lock_guard lock(slot.failure_mutex);
-      e.skipped = apply_error_policy(slot, s_.setup.layout(), s_.setup.config.on_error);
+      const record_transform& f = s_.setup.config.per_record;
+      if (f && !f.is_fixed())
+        e.skipped = pack_bounded(slot, s_.setup.layout(), f.output_bytes(), s_.setup.config.on_error);
+      else
+        e.skipped = apply_error_policy(slot, s_.setup.layout(), s_.setup.config.on_error);
     }
     for (const auto& r : e.skipped) s_.meter.skipped(r);
     e.meta = slot.meta;

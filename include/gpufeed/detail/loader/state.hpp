@@ -60,6 +60,7 @@ class loader_state {
                                                      : engine->staging_resource();
     for (std::size_t k = 0; k < staging.size(); ++k) {
       staging[k].buffer = resource_buffer(mr, l.slot_bytes());
+      if (c.per_record && !c.per_record.is_fixed()) staging[k].output_sizes.resize(l.batch_size);
       free_staging.push(k);
     }
     if (timeline.on())

@@ -52,6 +52,7 @@ inline std::uint64_t since_ns(steady::time_point t0) noexcept {
 struct alignas(64) worker_counters {
   std::atomic<std::uint64_t> records{0}, bytes{0}, chunks{0}, failures{0};
   std::atomic<std::uint64_t> read_ns{0}, idle_ns{0};
+  std::atomic<std::uint64_t> transform_ns{0};  // part of read_ns
   std::atomic<long> tid{0};  // OS thread id, for run-queue statistics
 };
 
@@ -115,6 +116,8 @@ class telemetry {
       ws.chunks = w.chunks.load(std::memory_order_relaxed);
       ws.failures = w.failures.load(std::memory_order_relaxed);
       ws.read_seconds = static_cast<double>(w.read_ns.load(std::memory_order_relaxed)) * ns;
+      ws.transform_seconds =
+          static_cast<double>(w.transform_ns.load(std::memory_order_relaxed)) * ns;
       const thread_sched sched = sched_of(w.tid.load());
       ws.read_cpu_seconds = static_cast<double>(sched.on_cpu_ns) * ns;
       ws.runqueue_seconds = static_cast<double>(sched.waiting_ns) * ns;

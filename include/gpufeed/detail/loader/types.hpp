@@ -18,6 +18,7 @@ namespace gpufeed::detail {
 struct record_failure {
   std::size_t position;  // within the batch
   std::exception_ptr error;
+  bool fatal = false;    // fails the whole batch under every policy (a record transform's bug)
 };
 
 // A host slot the planner plans a batch into and the workers read its records into.
@@ -28,6 +29,8 @@ struct staging_slot {
   std::mutex failure_mutex;
   std::vector<record_failure> failures;
   std::exception_ptr error;  // the batch failed as a whole (planning, transform, throw policy)
+  // Bounded record transforms: output k's size, written by the worker that ran record k.
+  std::vector<std::uint64_t> output_sizes;
 };
 
 // A batch that is ready for next(): delivered in target slot `slot`, or failed with `error`
