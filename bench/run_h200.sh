@@ -10,6 +10,11 @@
 #      1, 4, 8, 16 threads), the sweep, the best configuration 3 times (median and range), the
 #      overlap cases; against the PyTorch best (--peer)
 #   4. hdf5_read_bench: hdf5_source against pread and the one-row and batched H5Dread forms
+#   5. images (issue 15): make_photo_set cuts the photographs in $PHOTOS_SRC (default .photos/,
+#      from bench/photos/get_skimage_photos.sh, carried to the GPU machine) into 3000 JPEGs in
+#      /tmp/gpufeed-photos; pytorch_images.py (ImageFolder + RandomResizedCrop(224) + flip +
+#      ToTensor, pin_memory) and image_bench (decode + crop + flip at 1 thread, W threads, and in
+#      W loader workers) at W = 1, 4, 8, 16. RUN_H200_ONLY=images runs this step alone.
 # Writes $OUT/h200.json ({"gpufeed_bench": [...], "pytorch": [...], "hdf5_read_bench": [...],
 # "steps": {...}}) and $OUT/run.log (every step's progress and tables); prints a short table last.
 set -u
@@ -45,7 +50,8 @@ def load(name):
     except (OSError, ValueError) as e:
         return {"error": f"{name}: {e}"}
 res = {"steps": steps, "gpufeed_bench": load("bench.json"), "pytorch": load("torch.json"),
-       "hdf5_read_bench": load("hdf5.json")}
+       "hdf5_read_bench": load("hdf5.json"), "image_bench": load("images.json"),
+       "pytorch_images": load("torch_images.json")}
 with open(dest, "w") as f:
     json.dump(res, f, indent=1)
 if quiet:
@@ -81,6 +87,12 @@ for r in h:
               f"{r['x_best_h5dread']:.1f}x best H5Dread ({r['best_h5dread']}, "
               f"{r['best_h5dread_gb_per_s']:.2f}), {r['x_best_random_h5dread']:.1f}x best random-order "
               f"H5Dread ({r['best_random_h5dread']}, {r['best_random_h5dread_gb_per_s']:.2f})")
+for r in res["image_bench"] if isinstance(res["image_bench"], list) else []:
+    if r.get("case", "").startswith("loader/"):
+        print(f"image {r['case']:<22} {r['images_per_s']:8.0f} images/s = "
+              f"{r['x_workers_single_thread']:.2f} x W x one thread (target 0.8: "
+              f"{r['scaling_target_pass']}), {r.get('x_pytorch', 0):.2f} x PyTorch "
+              f"{r.get('pytorch_images_per_s', 0):.0f} (target 2: {r.get('pytorch_target_pass')})")
 PY
 }
 deadline=$((SECONDS + ${RUN_H200_SECONDS:-460}))  # all steps together, so the call stays < 8 min
@@ -101,6 +113,27 @@ step() {  # step NAME SECONDS COMMAND... (stdout: the caller redirects; stderr: 
 }
 { date -u; nproc; free -g | head -2; df -h /dev/shm /tmp; nvidia-smi -L 2>&1; } >>"$log" 2>&1
 
+images_step() {  # step 5 (see the top); its own steps, limits and result files
+  local src=${PHOTOS_SRC:-$root/.photos} photos=/tmp/gpufeed-photos workers=${RUN_H200_IMAGE_WORKERS:-1,4,8,16}
+  if [ ! -f "$photos.done" ]; then
+    rm -rf "$photos" "$photos-shards"
+    step photos 60 "${cxx[@]}" "$bin/make_photo_set" "$src" "$photos" 3000 1 >>"$log"
+    [ "${rc[photos]}" = 0 ] && touch "$photos.done"
+  fi
+  step pytorch_images 150 "$python" "$root/bench/peers/pytorch_images.py" --root "$photos" \
+    --workers "$workers" --seconds 3 --json >"$work/torch_images.json"
+  local peer=()
+  [ -s "$work/torch_images.json" ] && peer=(--peer "$work/torch_images.json")
+  step image_bench 120 "${cxx[@]}" "$bin/image_bench" --photos "$photos" --shards "$photos-shards" \
+    --workers "$workers" --seconds 3 "${peer[@]}" --json >"$work/images.json"
+}
+if [ "${RUN_H200_ONLY:-}" = images ]; then
+  images_step
+  combine table
+  rm -rf "$work"
+  exit 0
+fi
+
 common=(--data-dir "$data" --record-sizes 16384 --formats hdf5,lmdb "${extra[@]}")
 step prepare 100 "${cxx[@]}" "$bin/gpufeed-bench" "${common[@]}" --prepare-only >>"$log"
 h5=$(ls "$data"/hdf5_r16384_n*.h5 2>/dev/null | head -1)
@@ -113,6 +146,7 @@ step gpufeed_bench 170 "${cxx[@]}" "$bin/gpufeed-bench" "${common[@]}" --workers
   --json >"$work/bench.json"
 step hdf5_read_bench 240 "${cxx[@]}" "$bin/hdf5_read_bench" --gib "${RUN_H200_GIB:-0.5}" --threads "${RUN_H200_THREADS:-16}" --dir /tmp --json \
   >"$work/hdf5.json"
+images_step
 
 combine table
 rm -rf "$work"

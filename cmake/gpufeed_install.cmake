@@ -1,6 +1,6 @@
 # Install rules: headers, one export set per component (so a consumer loads only what it asks
-# for and its dependencies), the package config with version file, FindLMDB.cmake and
-# FindGpufeedCodecs.cmake.
+# for and its dependencies), the package config with version file, FindLMDB.cmake, FindNUMA.cmake,
+# FindGpufeedCodecs.cmake and FindGpufeedImage.cmake.
 set(GPUFEED_CMAKE_DIR ${CMAKE_INSTALL_DATADIR}/cmake/gpufeed)  # header-only: arch-independent
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/gpufeed DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
@@ -21,5 +21,7 @@ install(FILES
   ${PROJECT_BINARY_DIR}/gpufeedConfig.cmake
   ${PROJECT_BINARY_DIR}/gpufeedConfigVersion.cmake
   ${PROJECT_SOURCE_DIR}/cmake/FindLMDB.cmake
+  ${PROJECT_SOURCE_DIR}/cmake/FindNUMA.cmake
   ${PROJECT_SOURCE_DIR}/cmake/FindGpufeedCodecs.cmake
+  ${PROJECT_SOURCE_DIR}/cmake/FindGpufeedImage.cmake
   DESTINATION ${GPUFEED_CMAKE_DIR})

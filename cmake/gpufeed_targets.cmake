@@ -2,6 +2,10 @@
 # is found, and GPUFEED_COMPONENTS lists the ones that were (the install rules export exactly
 # those, and gpufeedConfig.cmake refuses a component the installed copy does not have).
 find_package(Threads REQUIRED)
+# libnuma: the loader places its slots and workers on a NUMA node (detail/numa/).
+list(PREPEND CMAKE_MODULE_PATH "${CMAKE_CURRENT_LIST_DIR}")
+find_package(NUMA REQUIRED)
+list(POP_FRONT CMAKE_MODULE_PATH)
 
 add_library(gpufeed INTERFACE)
 add_library(gpufeed::gpufeed ALIAS gpufeed)
@@ -9,7 +13,7 @@ target_include_directories(gpufeed INTERFACE
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 target_compile_features(gpufeed INTERFACE cxx_std_20)
-target_link_libraries(gpufeed INTERFACE Threads::Threads)
+target_link_libraries(gpufeed INTERFACE Threads::Threads NUMA::NUMA)
 set(GPUFEED_COMPONENTS "")
 
 # --- cuda: CUDA runtime, NVTX3, CCCL (Thrust/CUB). Host code compiles with the C++ compiler;
@@ -66,6 +70,34 @@ if(LMDB_FOUND)
   list(APPEND GPUFEED_COMPONENTS lmdb)
 else()
   message(STATUS "gpufeed: LMDB not found (apt install liblmdb-dev); the lmdb component is not built")
+endif()
+
+# --- dlpack: gpufeed/dlpack.hpp, batches as DLPack tensors (header only: dlpack/dlpack.h).
+find_package(dlpack CONFIG QUIET)
+if(dlpack_FOUND)
+  add_library(gpufeed_dlpack INTERFACE)
+  add_library(gpufeed::dlpack ALIAS gpufeed_dlpack)
+  set_target_properties(gpufeed_dlpack PROPERTIES EXPORT_NAME dlpack)
+  target_link_libraries(gpufeed_dlpack INTERFACE gpufeed dlpack::dlpack)
+  list(APPEND GPUFEED_COMPONENTS dlpack)
+else()
+  message(STATUS "gpufeed: DLPack not found (apt install libdlpack-dev); the dlpack component is not built")
+endif()
+
+# --- image: gpufeed/image/ (JPEG decode through TurboJPEG, PNG through libspng; the
+# augmentations and the record transform built on them).
+list(PREPEND CMAKE_MODULE_PATH "${CMAKE_CURRENT_LIST_DIR}")
+find_package(GpufeedImage QUIET)
+list(POP_FRONT CMAKE_MODULE_PATH)
+if(GpufeedImage_FOUND)
+  add_library(gpufeed_image INTERFACE)
+  add_library(gpufeed::image ALIAS gpufeed_image)
+  set_target_properties(gpufeed_image PROPERTIES EXPORT_NAME image)
+  target_link_libraries(gpufeed_image INTERFACE gpufeed GpufeedImage::turbojpeg GpufeedImage::spng)
+  list(APPEND GPUFEED_COMPONENTS image)
+else()
+  message(STATUS "gpufeed: TurboJPEG or libspng not found (apt install libturbojpeg0-dev "
+                 "libspng-dev); the image component is not built")
 endif()
 
 # --- doctor: gpufeed/doctor/ (host checks, report). Its GPU checks, gpufeed/cuda/doctor/, need

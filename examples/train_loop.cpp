@@ -2,6 +2,7 @@
 //
 //   train_loop [--data DIR] [--format hdf5|lmdb] [--records N] [--record-kib K] [--epochs E]
 //              [--batch B] [--workers W] [--step-us U] [--target auto|host|cuda:N] [--trace FILE]
+//              [--images DIR [--crop S]]
 //
 // 1. If DIR holds no packed dataset, writes a demo dataset of N small files (K KiB each, ten
 //    label classes as subdirectories) and packs it into shards with gpufeed::pack.
@@ -9,6 +10,11 @@
 //    host where there is none) for E epochs. The "model" is a kernel on the consumer stream that
 //    reads every byte of the batch (a checksum) and then spins for U microseconds, standing in
 //    for a training step; on the host target the checksum runs on the CPU.
+// With --images DIR (class folders of JPEG/PNG files, e.g. bench/photos' photo set), the files
+// are packed as they are (labels from the folders) instead of the demo data, and each record is
+// decoded + RandomResizedCrop(S) + flipped in the loader's workers
+// (image::random_resized_crop_transform) to S x S x 3 uint8, then normalised on the GPU to float
+// (cuda::normalizer, ImageNet mean/std) before the model step reads it.
 // 3. Prints per epoch: samples/s, GB/s, stall % (time the step waited for data) and pinned bytes,
 //    then the loader's bottleneck verdict.
 #include <CLI/CLI.hpp>
@@ -25,6 +31,7 @@
 #include <vector>
 
 #include "gpufeed/hdf5_source.hpp"
+#include "gpufeed/image/record_transforms.hpp"
 #include "gpufeed/lmdb_source.hpp"
 #include "gpufeed/loader.hpp"
 #include "gpufeed/pack/pack.hpp"
@@ -48,25 +55,12 @@ struct options {
   std::string trace;
   std::string order = "shuffled";
   std::size_t window = 0;
+  fs::path images;  // --images: a directory of photos instead of the demo data
+  int crop = 224;
 };
 
-// Writes the demo files (deterministic contents) and packs them; returns the shard paths.
-std::vector<fs::path> prepare(const options& o) {
-  const fs::path shards = o.data / ("shards-" + o.format);
-  if (fs::exists(shards / "manifest.json")) {  // packed by an earlier run
-    std::vector<fs::path> out;
-    for (const auto& e : fs::directory_iterator(shards)) {
-      const std::string name = e.path().filename().string();
-      if (name != "manifest.json" && name[0] != '.') out.push_back(e.path());
-    }
-    std::sort(out.begin(), out.end());
-    std::printf("using the dataset packed in %s (%zu shards)\n", shards.c_str(), out.size());
-    return out;
-  }
-  const fs::path raw = o.data / "raw";
-  std::printf("writing %zu demo files of %zu KiB under %s\n", o.records, o.record_kib,
-              raw.c_str());
-  std::fflush(stdout);
+// The demo files: deterministic contents, ten label classes as subdirectories.
+void write_demo(const options& o, const fs::path& raw) {
   std::mt19937_64 rng(12345);
   std::vector<char> buf(o.record_kib * 1024);
   for (std::size_t i = 0; i < o.records; ++i) {
@@ -77,6 +71,30 @@ std::vector<fs::path> prepare(const options& o) {
     std::snprintf(name, sizeof name, "%08zu.bin", i);
     std::ofstream(dir / name, std::ios::binary).write(buf.data(), static_cast<std::streamsize>(buf.size()));
   }
+}
+
+// Writes the demo files (or takes --images) and packs them; returns the shard paths.
+std::vector<fs::path> prepare(const options& o) {
+  const fs::path shards = o.data / ((o.images.empty() ? "shards-" : "shards-images-") + o.format);
+  if (fs::exists(shards / "manifest.json")) {  // packed by an earlier run
+    std::vector<fs::path> out;
+    for (const auto& e : fs::directory_iterator(shards)) {
+      const std::string name = e.path().filename().string();
+      if (name != "manifest.json" && name[0] != '.') out.push_back(e.path());
+    }
+    std::sort(out.begin(), out.end());
+    std::printf("using the dataset packed in %s (%zu shards)\n", shards.c_str(), out.size());
+    return out;
+  }
+  const fs::path raw = o.images.empty() ? o.data / "raw" : o.images;
+  if (!o.images.empty()) {
+    std::printf("packing the images under %s as they are\n", raw.c_str());
+  } else {
+    std::printf("writing %zu demo files of %zu KiB under %s\n", o.records, o.record_kib,
+                raw.c_str());
+    write_demo(o, raw);
+  }
+  std::fflush(stdout);
   gpufeed::pack_options po;
   po.format = o.format == "lmdb" ? gpufeed::shard_format::lmdb : gpufeed::shard_format::hdf5;
   po.lmdb_datum = po.format == gpufeed::shard_format::lmdb;  // raw LMDB values hold no label
@@ -94,7 +112,7 @@ std::vector<fs::path> prepare(const options& o) {
   std::printf("packed %llu records into %zu %s shards in %.1f s\n",
               static_cast<unsigned long long>(result.records), result.shards.size(),
               o.format.c_str(), result.seconds);
-  fs::remove_all(raw);
+  if (o.images.empty()) fs::remove_all(raw);  // the demo files only, never the user's images
   return result.shards;
 }
 
@@ -119,6 +137,16 @@ int train(const Source& src, const options& o) {
                                           : gpufeed::sample_order::shuffled;
   c.shuffle_window = o.window;
   c.trace_events = o.trace.empty() ? 0 : 200000;
+  if (!o.images.empty()) {
+    c.per_record = gpufeed::image::random_resized_crop_transform({.size = o.crop});
+    const std::size_t crop_bytes = static_cast<std::size_t>(o.crop) * o.crop * 3;
+    if (gpufeed::train::add_image_normalize(c, crop_bytes))
+      std::printf("images: decode + RandomResizedCrop(%d) + flip in the workers, normalised to "
+                  "float on the GPU\n", o.crop);
+    else
+      std::printf("images: decode + RandomResizedCrop(%d) + flip in the workers (host target: no "
+                  "GPU normalisation)\n", o.crop);
+  }
   gpufeed::train::step model(c.target, o.step_us);
   c.consumer_stream = model.stream();
   gpufeed::loader<Source, gpufeed::loader_options<gpufeed::dynamic, 8, 2>> feed(src, c);
@@ -179,6 +207,9 @@ int main(int argc, char** argv) {
   app.add_option("--order", o.order, "epoch order")
       ->check(CLI::IsMember({"shuffled", "block_shuffled", "sequential"}));
   app.add_option("--window", o.window, "block_shuffled: units shuffled together (0 = default)");
+  app.add_option("--images", o.images, "train on this directory of photos (class folders)")
+      ->check(CLI::ExistingDirectory);
+  app.add_option("--crop", o.crop, "--images: crop size")->check(CLI::Range(8, 4096));
   CLI11_PARSE(app, argc, argv);
   try {
     const auto shards = prepare(o);

@@ -5,6 +5,7 @@
 
 #include "gpufeed/cuda/device_buffer.hpp"
 #include "gpufeed/cuda/device_target.hpp"
+#include "gpufeed/cuda/normalize.cuh"
 #include "gpufeed/cuda/stream.hpp"
 #include "train_step.hpp"
 
@@ -38,6 +39,15 @@ __global__ void spin(double microseconds) {
 gpufeed::target device_target(int id) { return cuda::device(id); }
 gpufeed::target device_or_host(std::string* why) { return cuda::device_or_host(0, why); }
 
+bool add_image_normalize(gpufeed::loader_config& c, std::size_t record_bytes) {
+  if (c.target.is_host()) return false;
+  const float mean[3] = {0.485f, 0.456f, 0.406f}, stddev[3] = {0.229f, 0.224f, 0.225f};
+  cuda::normalizer<float> n(cuda::channel_layout::hwc, record_bytes, mean, stddev, 1.0f / 255);
+  c.transform = cuda::normalize_transform<float>(n);
+  c.transform_output_bytes = c.batch_size * record_bytes * sizeof(float);
+  return true;
+}
+
 struct step::impl {
   bool device = false;
   double step_us = 0;
@@ -68,9 +78,11 @@ void step::operator()(const gpufeed::batch& b) {
     std::this_thread::sleep_until(t0 + std::chrono::duration<double, std::micro>(impl_->step_us));
     return;
   }
-  const std::size_t n = b.data().size();
+  // The transform's output (e.g. normalised floats) when there is one: what a model would read.
+  const std::span<const std::byte> in = b.output().empty() ? b.data() : b.output();
+  const std::size_t n = in.size();
   const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>(1024, (n / 16 + 255) / 256 + 1));
-  byte_sum<<<blocks, 256, 0, *impl_->s>>>(reinterpret_cast<const unsigned char*>(b.data().data()), n,
+  byte_sum<<<blocks, 256, 0, *impl_->s>>>(reinterpret_cast<const unsigned char*>(in.data()), n,
                                           impl_->sum.as<unsigned long long>());
   GPUFEED_CUDA_TRY(cudaGetLastError());
   if (impl_->step_us > 0) {

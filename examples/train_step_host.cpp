@@ -15,6 +15,8 @@ gpufeed::target device_or_host(std::string* why) {
   return gpufeed::target::host();
 }
 
+bool add_image_normalize(gpufeed::loader_config&, std::size_t) { return false; }
+
 struct step::impl {
   double step_us;
   std::uint64_t sum = 0;

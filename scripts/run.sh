@@ -8,4 +8,11 @@ source "$here/common.sh"
 # settings, so the two commands run in either order without reconfiguring each other.
 GPUFEED_TARGETS=train_loop gpufeed_build "$gpufeed_root/build"
 cd "$gpufeed_root"
-"$gpufeed_root/build/examples/train_loop" "$@"
+# The demo dataset (about 314 MB of files and shards; 705 MB once an LMDB run added its shards)
+# lives in the build tree, build/gpufeed-demo, so `rm -rf build` removes it with everything else
+# and the checkout stays clean. --data DIR given here puts it elsewhere.
+data=(--data "$gpufeed_root/build/gpufeed-demo")
+for a in "$@"; do
+  case "$a" in --data|--data=*) data=() ;; esac
+done
+"$gpufeed_root/build/examples/train_loop" "${data[@]}" "$@"

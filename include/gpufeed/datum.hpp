@@ -12,7 +12,10 @@
 //
 // The payload gpufeed delivers for a Datum follows Caffe's own rule (DataTransformer): `data`
 // when it is non-empty — pixels, or an encoded JPEG/PNG delivered as-is when `encoded` is set —
-// otherwise the float_data elements as raw little-endian IEEE floats, 4 bytes each. When the
+// otherwise the float_data elements as raw little-endian IEEE floats, 4 bytes each. An encoded
+// Datum (Caffe's convert_imageset --encoded: the image file's bytes, the label, no dimensions)
+// thus delivers the JPEG/PNG file, which gpufeed/image/record_transforms.hpp decodes and crops
+// in the loader's workers. When the
 // floats sit in one field their bytes are `float_data`; when they are spread over several fields
 // (unpacked, or several packed runs) they cannot be one span: `float_data` is then empty,
 // float_count still counts them, and copy_datum_payload() gathers them element by element.

@@ -28,6 +28,17 @@ struct hdf5_options {
   // automatic: blob when `dataset` is 1-D uint8 and an "offsets" dataset sits beside it
   // (record i = data[offsets[i] .. offsets[i+1])); otherwise fixed.
   layout_kind layout = layout_kind::automatic;
+  // When shards are opened (an open keeps a descriptor and builds the shard's index):
+  //   lazy (default)  the first shard at construction (it fixes layout, dtype, row shape and
+  //                   labels); every other one when a record of it is first used (read, size,
+  //                   label, decode unit), so a rank opens only the shards its records lie in.
+  //                   Their record counts and largest records come from the `manifest.json`
+  //                   gpufeed pack wrote beside the first shard when it lists every shard, else
+  //                   from a header read per shard (closed again). A bad shard's error (typed,
+  //                   naming it) comes from the call that first uses it.
+  //   eager           every shard at construction: every open error there.
+  enum class open_kind { lazy, eager };
+  open_kind open = open_kind::lazy;
 };
 
 enum class hdf5_read_path { pread_raw, pread_decode, h5dread_fallback };
@@ -60,6 +71,7 @@ struct hdf5_shard_info {
   std::string fallback_reason;   // why h5dread_fallback, else empty
   std::uint64_t data_bytes = 0;  // decoded bytes of all records in this shard
   std::string label_dataset;     // the label dataset read from this shard, empty when none
+  bool opened = true;  // false: not opened yet (lazy): only path, place and records are known
 };
 
 }  // namespace gpufeed

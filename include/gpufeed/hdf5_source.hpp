@@ -35,6 +35,14 @@
 //                     HDF5 mutex. Correct, serialised.
 // Records are always the bytes H5Dread with the dataset's native memory type would produce.
 //
+// Opening (hdf5_options::open). Lazy by default: the first shard is opened at construction, every
+// other one when a record of it is first used (read, record_size of a blob record, label,
+// decode_unit), once and thread-safely, so a rank opens only the shards its records lie in.
+// Their record counts and largest records come up front from `gpufeed pack`'s manifest.json
+// beside the first shard, else from a header read per shard (closed again); a shard that no
+// longer matches them is a format_error naming it. shards() describes every shard and so opens
+// them all; shard_info(k) and shards_opened() do not open. eager opens all at construction.
+//
 // Costs. A compressed chunk is always decoded whole, its sizes checked against the chunk's and
 // its Adler-32 (deflate) and fletcher32 checked, so damage those detect is reported, never
 // delivered (LZ4, Zstd frames without a checksum, Blosc and Bitshuffle carry no checksum of the
@@ -45,7 +53,8 @@
 // 64 MiB); read() is thread-safe but starts from nothing each call. Blob offsets and labels are
 // held in memory (8 bytes per record each); chunk extents take 24 bytes per chunk.
 //
-// Errors (each names the shard file, and the record where there is one):
+// Errors (each names the shard file, and the record where there is one; with lazy opening a
+// shard's open errors come from the call that first uses it, and again from each later use):
 //   io_error           the file cannot be opened, or a read fails or ends early (it shrank)
 //   format_error       not HDF5, truncated or damaged, missing dataset, bad offsets or labels,
 //                      extents past the end of the file, shards that disagree
@@ -61,6 +70,7 @@
 #include <filesystem>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <utility>
@@ -95,9 +105,7 @@ class hdf5_source {
       : hdf5_source(detail::to_shard_paths(std::forward<R>(shards)), std::move(options)) {}
 
   explicit hdf5_source(std::vector<std::filesystem::path> shards, hdf5_options options = {})
-      : state_(std::make_unique<detail::hdf5::source_state>(shards, options)) {
-    for (const auto& s : state_->shards) info_.push_back(s.description);
-  }
+      : state_(std::make_unique<detail::hdf5::source_state>(shards, options)) {}
 
   hdf5_source(const hdf5_source&) = delete;
   hdf5_source& operator=(const hdf5_source&) = delete;
@@ -111,7 +119,8 @@ class hdf5_source {
   // Decoded bytes of record i; config_error when i is out of range.
   [[nodiscard]] std::size_t record_size(std::uint64_t i) const {
     const std::size_t k = state().locate(i);
-    return state_->shards[k].record_bytes(i - state_->first[k]);
+    if (state_->fixed_record) return state_->fixed_record;  // every shard's rows match the first's
+    return state_->shard(k).record_bytes(i - state_->first[k]);
   }
 
   // Row bytes for the fixed layout, 0 for blob.
@@ -126,10 +135,19 @@ class hdf5_source {
   // band of chunks (one chunk index along dimension 0: for the fixed layout, the chunks holding
   // every element of its rows, however many chunks a row spans) share a unit (the source-wide
   // number of the band's first chunk, top bit set); records of uncompressed shards are units of
-  // their own (their index). Equal units are consecutive records.
+  // their own (their index), and so are records of a shard that cannot be opened: a hint for
+  // planning, it never throws that shard's error (the record's read reports it, to the loader's
+  // error policy, instead of the planner). Equal units are consecutive records. With lazy
+  // opening, asking opens the record's shard.
   [[nodiscard]] std::uint64_t decode_unit(std::uint64_t i) const {
     const std::size_t k = state().locate(i);
-    const auto& s = state_->shards[k];
+    const detail::hdf5::shard_index* opened = nullptr;
+    try {
+      opened = &state_->shard(k);
+    } catch (const error&) {
+      return i;
+    }
+    const auto& s = *opened;
     if (s.kind != detail::hdf5::read_kind::chunked || s.pipeline.empty()) return i;
     const std::uint64_t local = i - state_->first[k];
     const auto& g = s.grid;
@@ -163,17 +181,51 @@ class hdf5_source {
                              "shards' label dataset in hdf5_options::label_dataset)",
                          std::move(ctx));
     }
-    return state_->shards[k].labels[static_cast<std::size_t>(i - state_->first[k])];
+    return state_->shard(k).labels[static_cast<std::size_t>(i - state_->first[k])];
   }
 
   [[nodiscard]] reader make_reader() const;
 
-  [[nodiscard]] const std::vector<hdf5_shard_info>& shards() const noexcept { return info_; }
+  // Every shard, in record order. Opens any shard not opened yet (so it may throw that shard's
+  // open error): describing a shard takes opening it. shard_info(k) does not open.
+  [[nodiscard]] const std::vector<hdf5_shard_info>& shards() const {
+    const auto& st = state();
+    std::call_once(*info_once_, [&] {
+      std::vector<hdf5_shard_info> v;
+      for (std::size_t k = 0; k < st.shard_count(); ++k) v.push_back(st.shard(k).description);
+      info_ = std::move(v);
+    });
+    return info_;
+  }
 
-  // True when any shard reads through H5Dread (serialised by HDF5's lock).
+  // Shard k as known now: its description when opened, else (opened == false) only its path,
+  // place and record count. config_error when k is out of range.
+  [[nodiscard]] hdf5_shard_info shard_info(std::size_t k) const {
+    const auto& st = state();
+    if (k >= st.shard_count())
+      throw config_error("shard " + std::to_string(k) + " is out of range (the source has " +
+                         std::to_string(st.shard_count()) + " shards)");
+    if (st.is_open(k)) return st.shard(k).description;
+    hdf5_shard_info d;
+    d.path = st.slots[k]->path;
+    d.first_record = st.first[k];
+    d.records = st.first[k + 1] - st.first[k];
+    d.opened = false;
+    return d;
+  }
+
+  // Shards opened so far (1 after construction with lazy opening, every one with eager).
+  [[nodiscard]] std::size_t shards_opened() const noexcept {
+    return state_ ? state_->opens.load(std::memory_order_relaxed) : 0;
+  }
+
+  // True when any opened shard reads through H5Dread (serialised by HDF5's lock).
   [[nodiscard]] bool uses_fallback() const noexcept {
-    for (const auto& s : info_)
-      if (s.read_path == hdf5_read_path::h5dread_fallback) return true;
+    if (!state_) return false;
+    for (std::size_t k = 0; k < state_->shard_count(); ++k)
+      if (state_->is_open(k) &&
+          state_->shard(k).description.read_path == hdf5_read_path::h5dread_fallback)
+        return true;
     return false;
   }
 
@@ -184,7 +236,9 @@ class hdf5_source {
   }
 
   std::unique_ptr<detail::hdf5::source_state> state_;
-  std::vector<hdf5_shard_info> info_;
+  // shards(): built once, after opening every shard (call_once retries after a throw).
+  std::unique_ptr<std::once_flag> info_once_ = std::make_unique<std::once_flag>();
+  mutable std::vector<hdf5_shard_info> info_;
 };
 
 // Per-thread reader: holds the decoded-chunk cache and scratch buffers. Not thread-safe itself;
@@ -194,7 +248,7 @@ class hdf5_source::reader {
   // config_error when i is out of range or dst is smaller than record_size(i).
   void read(std::uint64_t i, std::span<std::byte> dst) {
     const std::size_t k = state_->locate(i);
-    const auto& s = state_->shards[k];
+    const auto& s = state_->shard(k);
     const std::uint64_t local = i - state_->first[k];
     const std::size_t need = s.record_bytes(local);
     if (dst.size() < need) {
@@ -204,6 +258,10 @@ class hdf5_source::reader {
       throw config_error("destination holds " + std::to_string(dst.size()) + " bytes; record " +
                              std::to_string(i) + " needs " + std::to_string(need),
                          std::move(ctx));
+    }
+    if (const std::size_t want = detail::hdf5::cache_capacity_for(s); want > capacity_) {
+      impl_ = detail::hdf5::record_reader(want);  // a shard whose records touch more chunks
+      capacity_ = want;
     }
     impl_.read(s, state_->key_base[k], local, i, dst);
   }
@@ -215,9 +273,10 @@ class hdf5_source::reader {
  private:
   friend class hdf5_source;
   explicit reader(const detail::hdf5::source_state* state)
-      : state_(state), impl_(state->cache_capacity) {}
+      : state_(state), capacity_(state->cache_capacity), impl_(capacity_) {}
 
   const detail::hdf5::source_state* state_;
+  std::size_t capacity_;
   detail::hdf5::record_reader impl_;
 };
 

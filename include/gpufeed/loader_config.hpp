@@ -10,6 +10,7 @@
 #include <memory_resource>
 #include <optional>
 
+#include "gpufeed/numa.hpp"
 #include "gpufeed/record_transform.hpp"
 #include "gpufeed/sampler.hpp"
 #include "gpufeed/target.hpp"
@@ -90,6 +91,10 @@ struct loader_config {
   // target. On a device target it must be pinned (e.g. a counting_resource over
   // cuda::pinned_resource) or copies lose their asynchrony.
   std::pmr::memory_resource* staging_memory = nullptr;
+  // NUMA node of the slots and of the planner's and workers' cores (gpufeed/numa.hpp): by
+  // default the target device's node; numa_setting::on_node(n) or ::off(). stats().numa says
+  // what was done.
+  numa_setting numa;
   // Record a timeline for write_trace(): up to this many events per track (workers, planner,
   // consumer, streams); 0 = off. Tracing costs a clock read and a push_back per event.
   std::size_t trace_events = 0;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gpufeed/batch.hpp"
+#include "gpufeed/numa.hpp"
 #include "gpufeed/target.hpp"
 
 namespace gpufeed {
@@ -54,6 +55,7 @@ struct loader_stats {
   std::uint64_t order_units = 0;
   std::size_t shuffle_window = 0;
   std::uint64_t trace_events_dropped = 0;  // timeline events past the per-track capacity
+  numa_stats numa;                     // where the slots and threads were placed, and checked
 
   [[nodiscard]] double records_per_second() const noexcept {
     return elapsed_seconds > 0 ? static_cast<double>(records) / elapsed_seconds : 0.0;

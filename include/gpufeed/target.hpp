@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "gpufeed/batch_view.hpp"
+#include "gpufeed/detail/numa/node_resource.hpp"
 #include "gpufeed/memory.hpp"
 
 namespace gpufeed {
@@ -80,6 +81,13 @@ class transfer_engine {
 
   // Where staging slots come from (device targets: pinned, so copies are fast and asynchronous).
   [[nodiscard]] virtual std::pmr::memory_resource* staging_resource() = 0;
+  // Staging memory on NUMA node `node` (the caller owns the resource and frees every slot
+  // before it), or nullptr when this engine cannot place it.
+  [[nodiscard]] virtual std::unique_ptr<std::pmr::memory_resource> staging_resource_on(int) {
+    return nullptr;
+  }
+  // The device's PCI bus id, for its NUMA node; "" when there is no device.
+  [[nodiscard]] virtual std::string pci_bus_id() const { return {}; }
   // True when a staging slot comes back only once its batch is released (the batch lies in it),
   // false when it comes back as soon as its copy has run. The loader sizes its staging pool by it
   // and, when true, waits for a release instead of polling reclaim().
@@ -121,6 +129,9 @@ class transfer_engine {
 class host_engine final : public transfer_engine {
  public:
   std::pmr::memory_resource* staging_resource() override { return pageable_resource::instance(); }
+  std::unique_ptr<std::pmr::memory_resource> staging_resource_on(int node) override {
+    return std::make_unique<detail::numa::node_resource>(node);
+  }
   bool delivers_in_place() const noexcept override { return true; }
   void configure(std::size_t, std::size_t output_bytes, std::size_t slots, std::size_t) override {
     slots_.assign(slots, in_place{});

@@ -8,7 +8,7 @@ if(NOT GPUFEED)
 endif()
 
 set(expected_ids device_files gpu.visible gpu.versions gpu.devices gpu.nvml gpu.pcie gpu.throttle
-                 gpu.h2d storage loader)
+                 gpu.h2d storage numa loader)
 set(statuses pass warn fail skip)
 
 file(REMOVE_RECURSE "${WORK_DIR}")

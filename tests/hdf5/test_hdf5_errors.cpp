@@ -300,7 +300,16 @@ TEST_CASE("bad labels, mismatched shards") {
   }
   hdf5_options no_labels;  // b.h5's bad labels would fail first: this is about the row shape
   no_labels.label_dataset = "";
-  auto m = thrown<format_error>([&] { hdf5_source s(std::vector{a, dir / "b.h5"}, no_labels); });
+  // Eager: at construction. Lazy (the default): from the first use of one of b.h5's records.
+  hdf5_options eager = no_labels;
+  eager.open = hdf5_options::open_kind::eager;
+  auto m = thrown<format_error>([&] { hdf5_source s(std::vector{a, dir / "b.h5"}, eager); });
+  REQUIRE(m);
+  CHECK(m->file() == (dir / "b.h5").string());
+  hdf5_source lazy(std::vector{a, dir / "b.h5"}, no_labels);
+  std::vector<std::byte> row(lazy.max_record_size());
+  lazy.read(0, row);  // a.h5's records read
+  m = thrown<format_error>([&] { lazy.read(20, row); });
   REQUIRE(m);
   CHECK(m->file() == (dir / "b.h5").string());
   for (const char* name : {"labels", "short_labels"}) {

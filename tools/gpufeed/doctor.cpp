@@ -8,28 +8,19 @@
 // Without a GPU, or in a build without CUDA, it still runs and says what it could not check.
 //
 // Exit status: 0 when no check failed (warnings and skips included), 1 when at least one did
-// (the report is printed first, then one line on stderr names the failed checks); CLI11's usage
-// codes for bad arguments.
-#include <algorithm>
-#include <chrono>
+// (the report is printed first, then one line on stderr names the failed checks); 2 for bad
+// arguments.
 #include <cstdint>
-#include <filesystem>
-#include <thread>
-#include <vector>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
-#include <stdexcept>
 #include <string>
+#include <system_error>
 
 #include "commands.hpp"
 #include "gpufeed/doctor/doctor.hpp"
-#include "gpufeed/hdf5_source.hpp"
-#include "gpufeed/lmdb_source.hpp"
-#include "gpufeed/loader.hpp"
-#include "gpufeed/verdict.hpp"
-#include "shards.hpp"
+#include "feed.hpp"
 #ifdef GPUFEED_CLI_HAS_CUDA
-#include "gpufeed/cuda/device_target.hpp"
 #include "gpufeed/cuda/doctor/gpu_checks.hpp"
 #endif
 
@@ -50,46 +41,29 @@ struct doctor_args {
 // ---------------------------------------------------------------------------------------------
 template <class Source>
 void run_loader(doctor_check& c, const Source& src, const doctor_args& args) {
-  loader_config cfg;
-  const std::size_t avg = std::max<std::size_t>(1, src.max_record_size());
-  cfg.batch_size = std::clamp<std::size_t>((8u << 20) / avg, 16, 8192);
-  cfg.batch_size = std::min<std::size_t>(cfg.batch_size, std::max<std::uint64_t>(1, src.size() / 2));
-  cfg.epochs = 1;
-  cfg.part = partition{};
   std::string why = "this gpufeed was built without CUDA";
-#ifdef GPUFEED_CLI_HAS_CUDA
-  cfg.target = cuda::device_or_host(0, &why);
-#endif
-  loader<Source, loader_options<dynamic, 8, 2>> feed(src, cfg);
-  const auto t0 = std::chrono::steady_clock::now();
-  const auto limit = t0 + std::chrono::duration<double>(args.loader_seconds);
-  while (std::chrono::steady_clock::now() < limit) {
-    auto b = feed.next();
-    if (!b) break;
-  }
-#ifdef GPUFEED_CLI_HAS_CUDA
-  if (!cfg.target.is_host()) GPUFEED_CUDA_TRY(cudaDeviceSynchronize());  // copies done
-#endif
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const loader_stats st = feed.stats();
-  const verdict v = diagnose(st, std::thread::hardware_concurrency());
-  const double gbps = static_cast<double>(st.bytes) / seconds / 1e9;
-  const double rps = static_cast<double>(st.records) / seconds;
+  feed_settings s;
+  s.seconds = args.loader_seconds;
+  s.prefetch = 8;
+  s.where = device_or_host(0, &why);
+  const feed_result r = run_feed(src, s);
+  const loader_stats& st = r.stats;
   char line[256];
   std::snprintf(line, sizeof line, "the loader delivered %.2f GB/s (%.0f records/s) to %s; bottleneck: %s",
-                gbps, rps, cfg.target.name().c_str(), to_string(v.stage));
+                r.gbps, r.records_per_s, s.where.name().c_str(), to_string(r.judged.stage));
   c.status = check_status::pass;
   c.summary = line;
-  c.fact("target", cfg.target.is_host() ? "host (" + why + ")" : cfg.target.name());
-  c.fact("batch", std::to_string(cfg.batch_size) + " records");
+  c.fact("target", s.where.is_host() ? "host (" + why + ")" : s.where.name());
+  c.fact("batch", std::to_string(r.batch_size) + " records");
   c.fact("workers", std::to_string(st.worker_count));
-  c.fact("verdict", v.summary);
-  for (std::size_t k = 0; k < v.evidence.size(); ++k) c.fact("evidence " + std::to_string(k + 1), v.evidence[k]);
-  c.number("gb_per_s", gbps);
-  c.number("records_per_s", rps);
+  c.fact("verdict", r.judged.summary);
+  for (std::size_t k = 0; k < r.judged.evidence.size(); ++k)
+    c.fact("evidence " + std::to_string(k + 1), r.judged.evidence[k]);
+  c.number("gb_per_s", r.gbps);
+  c.number("records_per_s", r.records_per_s);
   c.number("stall_fraction", st.stall_fraction());
   c.number("pinned_bytes", static_cast<double>(st.pinned_bytes));
-  c.hint = v.suggestion;
+  c.hint = r.judged.suggestion;
 }
 
 void add_loader_check(doctor_report& report, const doctor_args& args) {
@@ -100,26 +74,24 @@ void add_loader_check(doctor_report& report, const doctor_args& args) {
     report.add(std::move(c));
     return;
   }
+  // A path that is not there is the storage check's failure: one cause, one failed check.
+  std::error_code ec;
+  if (!std::filesystem::exists(args.data, ec)) {
+    c.summary = "'" + args.data + "' does not exist (see the storage check): the loader was not run";
+    report.add(std::move(c));
+    return;
+  }
   try {
     bool lmdb = false;
-    std::vector<std::string> shards;
-    if (std::filesystem::is_directory(args.data) &&
-        !std::filesystem::exists(std::filesystem::path(args.data) / "data.mdb")) {
-      shards = shards_under(args.data, lmdb);
-    } else {
-      lmdb = is_lmdb(args.data);
-      shards.push_back(args.data);
-    }
-    if (shards.empty()) {
+    const auto shards = find_shards(args.data, lmdb);
+    const bool ran = with_source(shards, lmdb, [&](const auto& src) { run_loader(c, src, args); });
+    if (!ran) {
       c.summary = args.data + " holds no HDF5 or LMDB shards: the loader was not run";
       c.hint = "pack the files first: gpufeed pack " + args.data + " -o SHARDS, then --data SHARDS";
-    } else {
-      std::vector<std::filesystem::path> paths(shards.begin(), shards.end());
-      if (lmdb)
-        run_loader(c, lmdb_source(paths), args);
-      else
-        run_loader(c, hdf5_source(paths), args);
     }
+  } catch (const gpufeed::error& e) {
+    c.status = check_status::fail;
+    c.summary = "the loader failed: " + e.describe();  // no gpufeed source location for users
   } catch (const std::exception& e) {
     c.status = check_status::fail;
     c.summary = std::string("the loader failed: ") + e.what();
@@ -143,6 +115,20 @@ void add_gpu_part(doctor_report& report, const doctor_args& args) {
 #endif
 }
 
+// The NUMA table, for the GPUs CUDA shows this process (CUDA_VISIBLE_DEVICES applies), else
+// every NVIDIA GPU in sysfs.
+void add_numa_part(doctor_report& report) {
+  numa_check_options o;
+#ifdef GPUFEED_CLI_HAS_CUDA
+  const cuda::device_query q = cuda::query();
+  for (int d = 0; q.available && d < q.device_count; ++d) {
+    const std::string bus = cuda::properties(d).pci_bus_id;
+    if (!bus.empty()) o.gpus.push_back({"cuda:" + std::to_string(d) + " (" + bus + ")", bus});
+  }
+#endif
+  add_numa_check(report, o);
+}
+
 void run_doctor(const doctor_args& args) {
   doctor_report report;
   add_device_files_check(report);
@@ -150,6 +136,7 @@ void run_doctor(const doctor_args& args) {
   storage_check_options storage;
   storage.max_bytes = static_cast<std::uint64_t>(args.max_gib * 1073741824.0);
   add_storage_check(report, args.data, storage);
+  add_numa_part(report);  // after storage: scripts read the checks before it by position
   add_loader_check(report, args);
 
   const std::string out = args.json ? report.to_json_string() : report.to_text();
@@ -159,7 +146,8 @@ void run_doctor(const doctor_args& args) {
     std::string failed;
     for (const auto& c : report.checks)
       if (c.status == check_status::fail) failed += (failed.empty() ? "" : ", ") + c.id;
-    throw std::runtime_error("doctor: failed checks: " + failed);
+    std::fprintf(stderr, "gpufeed doctor: failed checks: %s\n", failed.c_str());
+    throw CLI::RuntimeError(1);
   }
 }
 
@@ -170,11 +158,13 @@ void add_doctor(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "doctor",
       "Check this machine: NVIDIA device files, GPU, driver and runtime versions, PCIe link, "
-      "clock throttling, pinned vs pageable copy rates, and the storage read rate of --data. "
+      "clock throttling, pinned vs pageable copy rates, the storage read rate of --data and a "
+      "loader run over it, and the GPU <-> NUMA node <-> cores table. "
       "Exit status 0 unless a check failed (then 1).");
   cmd->add_option("--data", args->data,
                   "directory (read recursively) or file holding your shards: measure its storage "
-                  "and page-cache read rates");
+                  "and page-cache read rates and run the loader over its shards (for a sweep of "
+                  "workers and prefetch: gpufeed bench DATA)");
   cmd->add_flag("--json", args->json, "print the report as JSON (every check with id, status, "
                                       "summary, facts, numbers, hint)");
   cmd->add_option("--max-gib", args->max_gib,

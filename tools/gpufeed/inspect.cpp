@@ -1,6 +1,6 @@
 // gpufeed inspect — what gpufeed sees in shards: layout, dtype/shape, storage, filters, read
-// path, records and bytes; with --checksums, every record's size and crc32 as the loader would
-// deliver it.
+// path, records and bytes, image sizes of a sample of records (inspect_images.hpp); with
+// --checksums, every record's size and crc32 as the loader would deliver it.
 //
 //   gpufeed inspect SHARD... [--dataset NAME] [--datum] [--checksums] [--json]
 //
@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "inspect_images.hpp"
 #include "gpufeed/hdf5_source.hpp"
 #include "gpufeed/lmdb_source.hpp"
 #include "gpufeed/pack/hdf5_extras.hpp"
@@ -188,7 +189,13 @@ void run_inspect(const inspect_args& a) {
           },
           o.source);
       bytes += j["bytes"].get<std::uint64_t>();
+#ifdef GPUFEED_CLI_HAS_IMAGE
+      j["images"] = std::visit([&](const auto& s) { return image_sample(s, o.first); }, o.source);
+#endif
       if (!a.as_json) print_text(j);
+#ifdef GPUFEED_CLI_HAS_IMAGE
+      if (!a.as_json) print_image_sample(j["images"]);
+#endif
       list.push_back(std::move(j));
     }
     doc["shards"] = std::move(list);

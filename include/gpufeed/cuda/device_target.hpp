@@ -67,6 +67,11 @@ class device_engine final : public transfer_engine, public engine_probe {
     return "cuda:" + std::to_string(device_) + " (" + props_.name + ")";
   }
   std::pmr::memory_resource* staging_resource() override { return pinned_resource::instance(); }
+  // Pinned slots on the GPU's NUMA node (pinned_node_resource: mbind, then cudaHostRegister).
+  std::unique_ptr<std::pmr::memory_resource> staging_resource_on(int node) override {
+    return std::make_unique<pinned_node_resource>(node);
+  }
+  std::string pci_bus_id() const override { return props_.pci_bus_id; }
   bool delivers_in_place() const noexcept override { return false; }
   engine_probe* probe() noexcept override { return this; }
 

@@ -17,6 +17,7 @@
 
 #include "gpufeed/cuda/check.hpp"
 #include "gpufeed/cuda/detail/memory_block.hpp"
+#include "gpufeed/detail/numa/node_resource.hpp"
 
 namespace gpufeed::cuda {
 
@@ -68,6 +69,26 @@ class pinned_resource final : public std::pmr::memory_resource {
   bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
     return dynamic_cast<const pinned_resource*>(&other) != nullptr;
   }
+};
+
+// Pinned memory on one NUMA node: an anonymous mapping bound to the node with mbind (MPOL_BIND)
+// before any page exists, then page-locked with cudaHostRegister (portable: usable by every
+// device's context, so loaders for several GPUs in one process may share the process), which
+// faults every page under that binding. Not cudaMallocHost after binding the allocating thread:
+// cudaMallocHost sub-allocates from the driver's pool (its pointers are 256-byte, not page,
+// aligned), so a slot may come from a block faulted earlier for another loader on another node,
+// and a thread policy would have to be set and restored around a call that also allocates the
+// driver's own bookkeeping. A mapping of our own is bound per range, and move_pages can check
+// where it went (loader_stats::numa).
+class pinned_node_resource final : public gpufeed::detail::numa::node_resource {
+ public:
+  explicit pinned_node_resource(int node) : node_resource(node, /*touch=*/false) {}
+
+ private:
+  void pin(void* p, std::size_t bytes) override {
+    GPUFEED_CUDA_TRY(cudaHostRegister(p, bytes, cudaHostRegisterPortable));
+  }
+  void unpin(void* p) noexcept override { GPUFEED_CUDA_LOG(cudaHostUnregister(p)); }
 };
 
 }  // namespace gpufeed::cuda

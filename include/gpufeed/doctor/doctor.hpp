@@ -22,6 +22,7 @@
 #include <string_view>
 
 #include "gpufeed/doctor/detail/device_files.hpp"
+#include "gpufeed/doctor/detail/numa.hpp"
 #include "gpufeed/doctor/detail/storage.hpp"
 #include "gpufeed/doctor/options.hpp"
 #include "gpufeed/doctor/report.hpp"
@@ -44,6 +45,14 @@ inline void add_device_files_check(doctor_report& report, const device_files_opt
 inline void add_storage_check(doctor_report& report, const std::filesystem::path& data,
                               const storage_check_options& opts = {}) {
   report.add(detail::doctor::storage_check(data, opts));
+}
+
+// Adds check "numa": a fact per NUMA node (its cores and GPUs), per GPU (its node and cores) and
+// for this process (the cores it may run on, its memory policy). warn when this process's
+// threads or memory sit on the far node of every GPU (opts.gpus, else every NVIDIA GPU sysfs
+// lists), e.g. a rank bound by numactl to the socket its GPU is not on; skip without NUMA sysfs.
+inline void add_numa_check(doctor_report& report, const numa_check_options& opts = {}) {
+  report.add(detail::doctor::numa_check(opts));
 }
 
 // The GPU checks' ids and titles, in report order. gpufeed::cuda::add_gpu_checks adds exactly

@@ -5,6 +5,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace gpufeed {
 
@@ -26,6 +30,20 @@ struct storage_check_options {
   std::uint64_t residency_max_bytes = std::uint64_t{256} << 30;  // page-cache residency scanned
   std::size_t max_files = 1'000'000;                             // files listed under the path
   std::filesystem::path meminfo = "/proc/meminfo";
+};
+
+// What the NUMA check looks at. Tests point root at a fake sysfs tree and set the process's
+// cores and memory policy; by default they are read from this process.
+struct numa_check_options {
+  std::filesystem::path root = "/";  // sysfs is under root/sys
+  struct gpu {
+    std::string name;    // how the report names it, e.g. "cuda:0 (0000:17:00.0)"
+    std::string bus_id;  // its PCI bus id
+  };
+  // The GPUs this process can use (the CLI passes CUDA's); empty: every NVIDIA GPU in sysfs.
+  std::vector<gpu> gpus;
+  std::optional<std::vector<int>> process_cpus;                  // default: sched_getaffinity
+  std::optional<std::pair<int, std::vector<int>>> memory_policy;  // mode, nodes: get_mempolicy
 };
 
 }  // namespace gpufeed

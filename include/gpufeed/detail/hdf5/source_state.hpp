@@ -1,15 +1,28 @@
-// gpufeed — the shared, immutable state of an hdf5_source: its opened shards in record order.
+// gpufeed — the shared state of an hdf5_source: its shards in record order, each opened on first
+// use (hdf5_options::open) or all at construction.
+//
+// What the source knows before a shard is opened: its record count and largest record
+// (shard_extent.hpp: from pack's manifest, else a header read), enough to build the record space
+// and size the loader's slots. Opening it (descriptor, chunk index, blob offsets, labels) waits
+// until a record of it is first located for a read, a size, a label or a decode unit, so a rank
+// opens only the shards its partition touches. Open errors are typed and name the shard, as at
+// construction, and are thrown to every caller until an open succeeds.
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "gpufeed/detail/hdf5/open_shard.hpp"
 #include "gpufeed/detail/hdf5/shard.hpp"
+#include "gpufeed/detail/hdf5/shard_extent.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/hdf5_options.hpp"
 
@@ -19,16 +32,45 @@ namespace gpufeed::detail::hdf5 {
 // this many bytes.
 inline constexpr std::size_t reader_cache_budget = std::size_t{64} << 20;
 
+// Decoded chunks a reader keeps for shard s: every chunk one record touches, within the budget.
+inline std::size_t cache_capacity_for(const shard_index& s) noexcept {
+  if (s.kind != read_kind::chunked || s.grid.chunk_bytes == 0) return 1;
+  const std::size_t fit = std::max<std::size_t>(1, reader_cache_budget / s.grid.chunk_bytes);
+  return std::max<std::size_t>(
+      1, static_cast<std::size_t>(std::min<std::uint64_t>(s.chunks_per_record, fit)));
+}
+
+// Chunk numbers of shard k start at k << shard_key_bits (decode units and cache keys stay unique
+// across shards without knowing unopened shards' chunk counts: 2^40 chunks per shard).
+inline constexpr int shard_key_bits = 40;
+
+// One shard: what is known before it is opened, and the opened index once it is.
+struct shard_slot {
+  std::filesystem::path path;
+  shard_extent expected;
+  std::mutex mutex;                              // held while opening
+  std::atomic<const shard_index*> ready{nullptr};  // set once, after a successful open
+  std::unique_ptr<shard_index> index;
+};
+
 struct source_state {
-  std::vector<shard_index> shards;
+  std::vector<std::unique_ptr<shard_slot>> slots;
   std::vector<std::uint64_t> first;     // first global record of each shard; back() = total
   std::vector<std::uint64_t> key_base;  // first source-wide chunk number of each shard
   std::size_t fixed_record = 0;         // row bytes (fixed layout), 0 for blob
   std::size_t max_record = 0;
   bool labels = false;
-  std::size_t cache_capacity = 1;
+  std::size_t cache_capacity = 1;  // of a new reader: the first shard's need
+  hdf5_options req;
+  std::string extents_from;  // "opened", "manifest <path>" or "header reads"
+  mutable std::atomic<std::size_t> opens{0};  // shards opened so far
 
   [[nodiscard]] std::uint64_t size() const noexcept { return first.empty() ? 0 : first.back(); }
+
+  [[nodiscard]] std::size_t shard_count() const noexcept { return slots.size(); }
+  [[nodiscard]] bool is_open(std::size_t k) const noexcept {
+    return slots[k]->ready.load(std::memory_order_acquire) != nullptr;
+  }
 
   [[noreturn]] void out_of_range(std::uint64_t i) const {
     error_context ctx;
@@ -41,69 +83,150 @@ struct source_state {
   // The shard holding global record i; config_error when i >= size().
   [[nodiscard]] std::size_t locate(std::uint64_t i) const {
     if (i >= size()) out_of_range(i);
-    if (shards.size() == 1) return 0;
+    if (slots.size() == 1) return 0;
     const auto it = std::upper_bound(first.begin(), first.end() - 1, i);
     return static_cast<std::size_t>(it - first.begin()) - 1;
   }
 
-  // Opens every shard; format_error when they disagree on layout, dtype or row shape;
-  // config_error naming the (first) file when no shard holds a record.
-  source_state(const std::vector<std::filesystem::path>& paths, const hdf5_options& req) {
-    if (paths.empty()) throw config_error("hdf5_source: no shard paths given");
-    shards.reserve(paths.size());
-    first.push_back(0);
-    key_base.push_back(0);
-    for (const auto& p : paths) {
-      shards.push_back(open_shard(p, req));
-      const shard_index& s = shards.back();
-      const shard_index& s0 = shards.front();
-      const auto& d = s.description;
-      const auto& d0 = s0.description;
-      const bool same_rows =
-          std::equal(d.shape.begin() + 1, d.shape.end(), d0.shape.begin() + 1, d0.shape.end());
-      // Byte order may differ: records are delivered in native order either way.
-      auto value_type = [](const std::string& t) { return t.substr(0, t.find(' ')); };
-      if (d.layout != d0.layout || (!s.blob && (value_type(d.dtype) != value_type(d0.dtype) ||
-                                                !same_rows || s.element_size != s0.element_size))) {
-        throw format_error("shard does not match the first shard '" + s0.path + "' (" + d.layout +
-                               " " + d.dtype + " vs " + d0.layout + " " + d0.dtype +
-                               ", or a different row shape)",
-                           file_context(s.path));
-      }
-      // Labels left unset are read where the shards hold pack's dataset: all of them or none.
-      if (d.label_dataset != d0.label_dataset) {
-        const bool here = !d.label_dataset.empty();
-        throw format_error(std::string("shard ") + (here ? "has a '" : "has no '") +
-                               pack_label_dataset + "' dataset and the first shard '" + s0.path +
-                               "' " + (here ? "has none" : "has one") +
-                               " (set hdf5_options::label_dataset = \"\" to read no labels)",
-                           file_context(s.path));
-      }
-      shards.back().description.first_record = first.back();
-      first.push_back(first.back() + s.records);
-      key_base.push_back(key_base.back() + (s.kind == read_kind::chunked ? s.grid.chunk_count : 0));
-      max_record = std::max(max_record, s.max_record);
-      if (s.kind == read_kind::chunked && s.grid.chunk_bytes > 0) {
-        const std::size_t fit = std::max<std::size_t>(1, reader_cache_budget / s.grid.chunk_bytes);
-        const std::size_t want =
-            static_cast<std::size_t>(std::min<std::uint64_t>(s.chunks_per_record, fit));
-        cache_capacity = std::max(cache_capacity, want);
-      }
+  // Shard k, opened on first use. Thread-safe: one caller opens, the others wait for it.
+  [[nodiscard]] const shard_index& shard(std::size_t k) const {
+    shard_slot& sl = *slots[k];
+    if (const shard_index* s = sl.ready.load(std::memory_order_acquire)) return *s;
+    std::lock_guard lock(sl.mutex);
+    if (const shard_index* s = sl.ready.load(std::memory_order_relaxed)) return *s;
+    auto opened = std::make_unique<shard_index>(open_shard(sl.path, req));
+    if (k > 0) check_matches(*opened, shard(0));
+    if (opened->records != sl.expected.records || opened->max_record > max_record)
+      throw format_error("shard holds " + std::to_string(opened->records) +
+                             " records (largest " + std::to_string(opened->max_record) +
+                             " bytes) but " + extents_from + " said " +
+                             std::to_string(sl.expected.records) + " (largest " +
+                             std::to_string(sl.expected.max_record) +
+                             "): the shard changed since; rewrite the manifest or reopen",
+                         file_context(opened->path));
+    opened->description.first_record = first[k];
+    sl.index = std::move(opened);
+    sl.ready.store(sl.index.get(), std::memory_order_release);
+    opens.fetch_add(1, std::memory_order_relaxed);
+    return *sl.index;
+  }
+
+  // format_error when shard s disagrees with the first shard on layout, dtype, row shape or
+  // labels.
+  static void check_matches(const shard_index& s, const shard_index& s0) {
+    const auto& d = s.description;
+    const auto& d0 = s0.description;
+    const bool same_rows =
+        std::equal(d.shape.begin() + 1, d.shape.end(), d0.shape.begin() + 1, d0.shape.end());
+    // Byte order may differ: records are delivered in native order either way.
+    auto value_type = [](const std::string& t) { return t.substr(0, t.find(' ')); };
+    if (d.layout != d0.layout || (!s.blob && (value_type(d.dtype) != value_type(d0.dtype) ||
+                                              !same_rows || s.element_size != s0.element_size))) {
+      throw format_error("shard does not match the first shard '" + s0.path + "' (" + d.layout +
+                             " " + d.dtype + " vs " + d0.layout + " " + d0.dtype +
+                             ", or a different row shape)",
+                         file_context(s.path));
     }
+    // Labels left unset are read where the shards hold pack's dataset: all of them or none.
+    if (d.label_dataset != d0.label_dataset) {
+      const bool here = !d.label_dataset.empty();
+      throw format_error(std::string("shard ") + (here ? "has a '" : "has no '") +
+                             pack_label_dataset + "' dataset and the first shard '" + s0.path +
+                             "' " + (here ? "has none" : "has one") +
+                             " (set hdf5_options::label_dataset = \"\" to read no labels)",
+                         file_context(s.path));
+    }
+  }
+
+  // Opens the first shard (it fixes layout, dtype, row shape and labels) and learns the others'
+  // extents (or, eager, opens them all). format_error when shards disagree; config_error naming
+  // the (first) file when no shard holds a record.
+  source_state(const std::vector<std::filesystem::path>& paths, const hdf5_options& options)
+      : req(options) {
+    if (paths.empty()) throw config_error("hdf5_source: no shard paths given");
+    slots.reserve(paths.size());
+    for (const auto& p : paths) {
+      slots.push_back(std::make_unique<shard_slot>());
+      slots.back()->path = p;
+    }
+    // The first shard, opened now.
+    first.assign(1, 0);
+    {
+      shard_slot& s0 = *slots[0];
+      s0.index = std::make_unique<shard_index>(open_shard(s0.path, req));
+      s0.expected = shard_extent{s0.index->records, s0.index->max_record};
+      s0.ready.store(s0.index.get(), std::memory_order_release);
+      opens.store(1);
+    }
+    const shard_index& z = *slots[0]->index;
+    fixed_record = z.blob ? 0 : z.row_bytes;
+    labels = !z.description.label_dataset.empty();
+    // A reader starts with the first shard's need and grows when it meets a shard needing more
+    // (hdf5_source::reader), since unopened shards' chunking is unknown here.
+    cache_capacity = cache_capacity_for(z);
+    learn_extents();
+    for (std::size_t k = 0; k < slots.size(); ++k) {
+      first.push_back(first.back() + slots[k]->expected.records);
+      key_base.push_back(static_cast<std::uint64_t>(k) << shard_key_bits);
+      max_record = std::max<std::size_t>(max_record, slots[k]->expected.max_record);
+    }
+    for (std::size_t k = 1; k < slots.size(); ++k)
+      if (slots[k]->index) {  // opened by an eager learn_extents(): publish it
+        slots[k]->index->description.first_record = first[k];
+        slots[k]->ready.store(slots[k]->index.get(), std::memory_order_release);
+      }
     if (size() == 0) {  // a loader would refuse it without knowing which files were empty
-      const auto& d = shards.front().description;
+      const auto& d = z.description;
       std::string shape;
       for (std::size_t k = 0; k < d.shape.size(); ++k)
         shape += (k ? ", " : "") + std::to_string(d.shape[k]);
       throw config_error("dataset '" + req.dataset + "' holds no records (shape (" + shape + ")" +
-                             (shards.size() > 1 ? ", and so do the other " +
-                                                      std::to_string(shards.size() - 1) + " shards"
-                                                : std::string()) +
+                             (slots.size() > 1 ? ", and so do the other " +
+                                                     std::to_string(slots.size() - 1) + " shards"
+                                               : std::string()) +
                              ")",
-                         file_context(shards.front().path));
+                         file_context(z.path));
     }
-    fixed_record = shards.front().blob ? 0 : shards.front().row_bytes;
-    labels = !shards.front().description.label_dataset.empty();
+  }
+
+ private:
+  // Record counts and largest records of shards 1.., without opening them: the manifest beside
+  // the first shard when it lists every one, else a header read each. Eager opens read them then.
+  void learn_extents() {
+    if (slots.size() == 1) {
+      extents_from = "opened";
+      return;
+    }
+    const shard_index& z = *slots[0]->index;
+    if (req.open == hdf5_options::open_kind::eager) {
+      extents_from = "opened";
+      for (std::size_t k = 1; k < slots.size(); ++k) {
+        shard_slot& sl = *slots[k];
+        sl.index = std::make_unique<shard_index>(open_shard(sl.path, req));
+        check_matches(*sl.index, z);
+        sl.expected = shard_extent{sl.index->records, sl.index->max_record};
+        opens.fetch_add(1);
+      }
+      return;
+    }
+    const std::filesystem::path m = std::filesystem::path(slots[0]->path).parent_path() /
+                                    "manifest.json";
+    if (const auto listed = read_manifest(m)) {
+      bool all = true;
+      for (std::size_t k = 1; k < slots.size() && all; ++k) {
+        const auto& p = slots[k]->path;
+        const auto it = listed->find(p.filename().string());
+        all = p.parent_path() == slots[0]->path.parent_path() && it != listed->end();
+        if (all) slots[k]->expected = it->second;
+      }
+      if (all) {
+        extents_from = "the manifest " + m.string();
+        return;
+      }
+    }
+    extents_from = "its header read";
+    for (std::size_t k = 1; k < slots.size(); ++k)
+      slots[k]->expected = read_extent(slots[k]->path, req.dataset, z.blob, z.row_bytes);
   }
 };
 

@@ -115,6 +115,7 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
       s.shuffle_window = c.shuffle_window;
     }
     s.trace_events_dropped = state_.timeline.dropped();
+    s.numa = state_.numa.stats();
     return s;
   }
 
@@ -139,9 +140,16 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
 
  private:
   void start() {
-    threads_.spawn([this](std::stop_token st) { producer_.plan_loop(st); });
+    // Each thread binds itself to the placement's cores before it works (numa_stats counts it).
+    threads_.spawn([this](std::stop_token st) {
+      state_.numa.bind_thread();
+      producer_.plan_loop(st);
+    });
     for (std::size_t w = 0; w < state_.setup.config.workers; ++w)
-      threads_.spawn([this, w](std::stop_token st) { producer_.work_loop(st, w); });
+      threads_.spawn([this, w](std::stop_token st) {
+        state_.numa.bind_thread();
+        producer_.work_loop(st, w);
+      });
   }
 
   void give_back(std::size_t d, stream_handle consumer) noexcept {

@@ -22,6 +22,7 @@
 #include "gpufeed/detail/loader/telemetry.hpp"
 #include "gpufeed/detail/loader/trace.hpp"
 #include "gpufeed/detail/loader/types.hpp"
+#include "gpufeed/detail/numa/loader_placement.hpp"
 #include "gpufeed/target.hpp"
 
 namespace gpufeed::detail {
@@ -48,18 +49,24 @@ struct slot_counts {
 class loader_state {
  public:
   // Allocates every slot (the only allocation of slot memory) and configures the engine. Each
-  // member is built from the arguments alone, never from another member.
+  // member is built from the arguments alone, never from another member, except the NUMA
+  // placement, which asks the (already built) setup and engine where the target is.
   loader_state(pipeline_setup&& s, std::unique_ptr<transfer_engine> e, slot_counts n)
       : setup(std::move(s)), engine(std::move(e)), counts(n), meter(n.workers),
         timeline(n.workers, n.trace_events), credits(n.prefetch), free_staging(n.staging),
-        free_target(n.target), work(n.tasks), ready(n.max_held, n.target), staging(n.staging),
-        mirrors(n.target) {
+        free_target(n.target), work(n.tasks), ready(n.max_held, n.target),
+        numa(setup.config.numa, setup.config.target.name(), engine->pci_bus_id()),
+        staging(n.staging), mirrors(n.target) {
     const loader_config& c = setup.config;
     const slot_layout l = setup.layout();
-    std::pmr::memory_resource* mr = c.staging_memory ? c.staging_memory
-                                                     : engine->staging_resource();
+    std::pmr::memory_resource* mr =
+        numa.staging(numa.node() >= 0 && !c.staging_memory ? engine->staging_resource_on(numa.node())
+                                                           : nullptr,
+                     c.staging_memory ? c.staging_memory : engine->staging_resource(),
+                     c.staging_memory != nullptr);
     for (std::size_t k = 0; k < staging.size(); ++k) {
       staging[k].buffer = resource_buffer(mr, l.slot_bytes());
+      numa.check_slot(staging[k].buffer.data(), staging[k].buffer.size());
       if (c.per_record && !c.per_record.is_fixed()) staging[k].output_sizes.resize(l.batch_size);
       free_staging.push(k);
     }
@@ -107,6 +114,8 @@ class loader_state {
   bounded_queue<std::size_t> free_target;
   bounded_queue<chunk_task> work;
   ready_queue ready;
+  // Declared before the slots: its resource frees them last.
+  numa::loader_placement numa;
   std::vector<staging_slot> staging;
   std::vector<std::vector<std::uint64_t>> mirrors;  // per target slot: host copy of metadata
 

@@ -60,6 +60,7 @@ struct manifest_shard {
   std::string file;
   std::uint64_t records = 0, bytes = 0, first_record = 0;
   std::uint32_t crc32 = 0;
+  std::uint64_t max_record = 0;  // bytes of the largest record
 };
 
 struct manifest_data {
@@ -92,7 +93,7 @@ inline std::string manifest_text(const manifest_data& m) {
     t += (i ? ",\n    {" : "\n    {");
     t += "\"file\": " + json_string(s.file) + ", \"records\": " + num(s.records) +
          ", \"bytes\": " + num(s.bytes) + ", \"first_record\": " + num(s.first_record) +
-         ", \"crc32\": \"" + hex32(s.crc32) + "\"}";
+         ", \"max_record\": " + num(s.max_record) + ", \"crc32\": \"" + hex32(s.crc32) + "\"}";
   }
   t += m.shards.empty() ? "],\n" : "\n  ],\n";
   t += "  \"has_labels\": " + std::string(m.labels ? "true" : "false") + ",\n";

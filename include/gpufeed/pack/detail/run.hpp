@@ -278,8 +278,15 @@ inline pack_result pack(const std::vector<pack_input>& inputs, const std::filesy
   m.labels = res.labels;
   m.datum = res.lmdb_datum;
   m.label_names = o.label_names;
-  for (const packed_shard& s : res.shard_info)
-    m.shards.push_back({s.file.filename().string(), s.records, s.bytes, s.first_record, s.crc32});
+  for (const packed_shard& s : res.shard_info) {
+    // The largest record: what a reader of the manifest sizes its slots by without opening the
+    // shard (hdf5_source's lazy open).
+    std::uint64_t max_record = 0;
+    for (std::uint64_t r = s.first_record; r < s.first_record + s.records; ++r)
+      max_record = std::max(max_record, plan.sizes[static_cast<std::size_t>(r)]);
+    m.shards.push_back(
+        {s.file.filename().string(), s.records, s.bytes, s.first_record, s.crc32, max_record});
+  }
   d::write_file_atomically(out_dir, d::manifest_name, d::manifest_text(m));
   res.manifest = out_dir / d::manifest_name;
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

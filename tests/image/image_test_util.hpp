@@ -1,0 +1,126 @@
+// Test images made at test time: a synthetic picture written as PPM, encoded by cjpeg (or
+// TurboJPEG's compressor for CMYK), and djpeg's decode of a file read back as the reference.
+// GPUFEED_CJPEG / GPUFEED_DJPEG are the programs' paths (tests/image/CMakeLists.txt).
+#pragma once
+
+#include <turbojpeg.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace gpufeed::test {
+
+struct pixels {
+  int width = 0, height = 0, channels = 3;
+  std::vector<std::uint8_t> data;  // packed rows
+};
+
+// Smooth gradients, a few hard edges and seeded noise: enough detail that a wrong scale,
+// upsampling or colour conversion changes many pixels.
+inline pixels synthetic_picture(int width, int height, int channels = 3, unsigned seed = 1) {
+  pixels p{width, height, channels, {}};
+  p.data.resize(static_cast<std::size_t>(width) * height * channels);
+  unsigned s = seed * 2654435761u + 1;
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width; ++x)
+      for (int c = 0; c < channels; ++c) {
+        s = s * 1664525u + 1013904223u;
+        int v = (x * (2 + c) + y * (3 - c % 3)) % 256;
+        if ((x / 17 + y / 23) % 3 == 0) v = 255 - v;
+        v += static_cast<int>((s >> 24) % 24) - 12;
+        p.data[(static_cast<std::size_t>(y) * width + x) * channels + c] =
+            static_cast<std::uint8_t>(v < 0 ? 0 : v > 255 ? 255 : v);
+      }
+  return p;
+}
+
+inline void write_pnm(const std::filesystem::path& path, const pixels& p) {
+  std::ofstream f(path, std::ios::binary);
+  f << (p.channels == 1 ? "P5" : "P6") << "\n" << p.width << " " << p.height << "\n255\n";
+  f.write(reinterpret_cast<const char*>(p.data.data()), static_cast<std::streamsize>(p.data.size()));
+}
+
+// Reads a binary PPM (P6) or PGM (P5) as djpeg writes it.
+inline pixels read_pnm(const std::filesystem::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::string magic;
+  int maxval = 0;
+  pixels p;
+  f >> magic >> p.width >> p.height >> maxval;
+  f.get();
+  if (!f || (magic != "P6" && magic != "P5") || maxval != 255)
+    throw std::runtime_error("not a binary 8-bit PPM/PGM: " + path.string());
+  p.channels = magic == "P6" ? 3 : 1;
+  p.data.resize(static_cast<std::size_t>(p.width) * p.height * p.channels);
+  f.read(reinterpret_cast<char*>(p.data.data()), static_cast<std::streamsize>(p.data.size()));
+  if (!f) throw std::runtime_error("short PPM/PGM: " + path.string());
+  return p;
+}
+
+inline std::vector<std::byte> read_bytes(const std::filesystem::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::vector<char> c((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<std::byte> b(c.size());
+  for (std::size_t i = 0; i < c.size(); ++i) b[i] = static_cast<std::byte>(c[i]);
+  return b;
+}
+
+inline void write_bytes(const std::filesystem::path& path, const std::vector<std::byte>& b) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+}
+
+inline void run(const std::string& cmd) {
+  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("command failed: " + cmd);
+}
+
+// cjpeg `options` of picture p; returns the JPEG's bytes.
+inline std::vector<std::byte> cjpeg(const std::filesystem::path& dir, const pixels& p,
+                                    const std::string& options, const std::string& name) {
+  const auto in = dir / (name + (p.channels == 1 ? ".pgm" : ".ppm"));
+  const auto out = dir / (name + ".jpg");
+  write_pnm(in, p);
+  run(std::string(GPUFEED_CJPEG) + " " + options + " -outfile '" + out.string() + "' '" +
+      in.string() + "'");
+  return read_bytes(out);
+}
+
+// djpeg -scale 1/denom of `jpeg`: the reference decode (PPM, or PGM for grayscale).
+inline pixels djpeg(const std::filesystem::path& dir, const std::vector<std::byte>& jpeg,
+                    int denom, const std::string& name) {
+  const auto in = dir / (name + ".ref.jpg");
+  const auto out = dir / (name + ".ref.pnm");
+  write_bytes(in, jpeg);
+  run(std::string(GPUFEED_DJPEG) + " -scale 1/" + std::to_string(denom) + " -pnm -outfile '" +
+      out.string() + "' '" + in.string() + "'");
+  return read_pnm(out);
+}
+
+// A CMYK JPEG (Adobe marker, YCCK) from 4-channel pixels, through TurboJPEG's compressor: cjpeg
+// takes no CMYK input.
+inline std::vector<std::byte> cmyk_jpeg(const pixels& p, int quality = 90) {
+  tjhandle h = tjInitCompress();
+  unsigned char* buf = nullptr;
+  unsigned long size = 0;
+  const int rc = tjCompress2(h, p.data.data(), p.width, 0, p.height, TJPF_CMYK, &buf, &size,
+                             TJSAMP_444, quality, 0);
+  std::vector<std::byte> out;
+  if (rc == 0) {
+    out.resize(size);
+    for (unsigned long i = 0; i < size; ++i) out[i] = static_cast<std::byte>(buf[i]);
+  }
+  tjFree(buf);
+  tjDestroy(h);
+  if (rc != 0) throw std::runtime_error("tjCompress2 (CMYK) failed");
+  return out;
+}
+
+}  // namespace gpufeed::test
