@@ -2,6 +2,7 @@
 // original files; inspect --json; bad inputs exit 1 with one stderr line naming the file.
 #include <doctest/doctest.h>
 #include <hdf5.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <CLI/Error.hpp>
@@ -55,12 +56,14 @@ std::size_t lines(const std::string& s) {
   return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n'));
 }
 
-// "INDEX SIZE CRC32" lines computed from the input tree: files sorted by relative path.
-std::string expected_checksums(const fs::path& root) {
-  std::vector<std::string> names;
-  for (const auto& e : fs::recursive_directory_iterator(root))
-    if (e.is_regular_file()) names.push_back(fs::relative(e.path(), root).generic_string());
-  std::sort(names.begin(), names.end());
+// "INDEX SIZE CRC32" lines computed from the input tree, in the order of `names` (files sorted
+// by relative path when empty).
+std::string expected_checksums(const fs::path& root, std::vector<std::string> names = {}) {
+  if (names.empty()) {
+    for (const auto& e : fs::recursive_directory_iterator(root))
+      if (e.is_regular_file()) names.push_back(fs::relative(e.path(), root).generic_string());
+    std::sort(names.begin(), names.end());
+  }
   std::string text;
   for (std::size_t i = 0; i < names.size(); ++i) {
     const bytes b = gpufeed::test::read_file(root / names[i]);
@@ -103,7 +106,7 @@ TEST_CASE("pack + inspect --checksums equals crc32 of the original files, every 
   gpufeed::test::temp_dir dir("cli");
   const fs::path root = dir / "in";
   gpufeed::test::make_tree(root, 60, 4000, 3, 21, true);
-  const std::string want = expected_checksums(root);
+  const std::string sorted = expected_checksums(root);
   struct variant {
     const char* name;
     std::vector<std::string> pack, inspect;
@@ -111,9 +114,15 @@ TEST_CASE("pack + inspect --checksums equals crc32 of the original files, every 
   const std::vector<variant> variants = {
       {"hdf5", {}, {}},
       {"hdf5-deflate", {"--deflate", "6", "--chunk-size", "8KiB"}, {}},
+      {"hdf5-lz4", {"--compress", "lz4", "--chunk-size", "8KiB", "--seed", "5"}, {}},
+      {"hdf5-zstd", {"--compress", "zstd:9", "--chunk-size", "8KiB", "--no-shuffle"}, {}},
+      {"hdf5-bitshuffle", {"--compress", "bitshuffle-lz4", "--chunk-size", "8KiB"}, {}},
       {"hdf5-labels", {"--labels", "--threads", "1"}, {}},
       {"lmdb", {"--format", "lmdb"}, {}},
       {"lmdb-datum", {"--format", "lmdb", "--datum", "--labels"}, {"--datum"}},
+      // The README's command: --labels with LMDB stores Datum values, and inspect reads them as
+      // Datum from the manifest, without --datum.
+      {"lmdb-labels", {"--format", "lmdb", "--labels"}, {}},
   };
   for (const auto& v : variants) {
     CAPTURE(v.name);
@@ -127,6 +136,21 @@ TEST_CASE("pack + inspect --checksums equals crc32 of the original files, every 
     CHECK(lines(p.err) >= 2);  // not a terminal: progress lines (final pack + verify)
     const auto shards = shards_in(out);
     CHECK(shards.size() >= 3);
+    // Records in the manifest's index -> name order: shuffled unless --no-shuffle.
+    const auto manifest = nlohmann::json::parse(read_text(out / "manifest.json"));
+    const auto names = manifest["names"].get<std::vector<std::string>>();
+    const std::string want = expected_checksums(root, names);
+    const bool kept = std::string(v.name) == "hdf5-zstd";
+    CHECK((want == sorted) == kept);
+    CHECK(manifest["order"]["shuffled"] == !kept);
+    CHECK(manifest["order"]["seed"] == (std::string(v.name) == "hdf5-lz4" ? 5 : 0));
+    // inspect --names prints that map, from the shards (HDF5) or the manifest (LMDB).
+    const run_result nm = gpufeed_run(dir.path(), with({"inspect", "--names"}, shards));
+    CHECK(nm.code == 0);
+    std::string want_names;
+    for (std::size_t i = 0; i < names.size(); ++i)
+      want_names += std::to_string(i) + " " + names[i] + "\n";
+    CHECK(nm.out == want_names);
     const run_result c =
         gpufeed_run(dir.path(), with(with({"inspect", "--checksums"}, shards), v.inspect));
     CAPTURE(c.err);
@@ -159,6 +183,8 @@ TEST_CASE("pack + inspect --checksums equals crc32 of the original files, every 
     if (v.name == variants.front().name || v.name == variants.back().name) {
       const run_result t = gpufeed_run(dir.path(), with(with({"inspect"}, shards), v.inspect));
       CHECK(t.code == 0);
+      if (v.name == variants.back().name)
+        CHECK(t.out.find("values     datum") != std::string::npos);
       CHECK(t.out.find("total: " + std::to_string(shards.size()) + " shards, 60 records") !=
             std::string::npos);
     }
@@ -341,4 +367,59 @@ TEST_CASE("inspect: HDF5 files pack did not write (fixed rows, H5Dread fallback)
     twice += line;
   }
   CHECK(c.out == twice);
+}
+
+TEST_CASE("pack: a FIFO in the input is skipped with one note; no input names the directory") {
+  gpufeed::test::temp_dir dir("clififo");
+  write_file(dir / "in/a/x.bin", gpufeed::test::random_bytes(100, 1));
+  REQUIRE(::mkfifo((dir / "in/a/pipe").c_str(), 0600) == 0);
+  REQUIRE(::mkfifo((dir / "in/a/pipe2").c_str(), 0600) == 0);
+  const run_result r = gpufeed_run(dir.path(), {"pack", (dir / "in").string(), "-o",
+                                                (dir / "out").string(), "--no-shuffle"});
+  CAPTURE(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("packed 1 files") != std::string::npos);
+  CHECK(r.err.find("skipped 2 entries") != std::string::npos);
+  CHECK(r.err.find("'a/pipe' first") != std::string::npos);
+  CHECK(r.err.find("not regular files") != std::string::npos);
+  // Only FIFOs: the error names the directory once, and says "pack" once.
+  fs::remove(dir / "in/a/x.bin");
+  const run_result e = gpufeed_run(dir.path(), {"pack", (dir / "in").string(), "-o",
+                                                (dir / "out2").string(), "-q"});
+  expect_one_line_failure(e, (dir / "in").string(), "no input files");
+  CHECK(e.err.find("pack: pack:") == std::string::npos);
+  CHECK(e.err.find("error: pack:") == std::string::npos);
+  CHECK(e.err.find("only entries that are not regular files") != std::string::npos);
+}
+
+TEST_CASE("pack --from: an h5py gzip file with automatic chunks, --labels NAME, --verify") {
+  gpufeed::test::temp_dir dir("clifrom");
+  const fs::path file = dir / "users.h5";
+  const std::string make = std::string(GPUFEED_TEST_PYTHON) + " " + GPUFEED_H5PY_CHECK +
+                           " make-gzip '" + file.string() + "' 300 500";
+  const int rc = std::system(make.c_str());
+  if (WIFEXITED(rc) && WEXITSTATUS(rc) == 77) return;  // no h5py: said by the script
+  REQUIRE(rc == 0);
+  const fs::path out = dir / "out";
+  const run_result r =
+      gpufeed_run(dir.path(), {"pack", "--from", file.string(), "--dataset", "data", "--labels",
+                               "labels", "-o", out.string(), "--compress", "lz4", "--verify"});
+  CAPTURE(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("packed 300 rows") != std::string::npos);
+  CHECK(r.err.find("verify 300/300") != std::string::npos);  // progress on stderr
+  const run_result src = gpufeed_run(dir.path(), {"inspect", "--checksums", file.string()});
+  const run_result got =
+      gpufeed_run(dir.path(), with({"inspect", "--checksums"}, shards_in(out)));
+  REQUIRE(src.code == 0);
+  CHECK(got.out == src.out);
+  const run_result j = gpufeed_run(dir.path(), with({"inspect", "--json"}, shards_in(out)));
+  const auto doc = nlohmann::json::parse(j.out);
+  CHECK(doc["shards"][0]["layout"] == "fixed");
+  CHECK(doc["shards"][0]["labels"] == true);
+  CHECK(doc["shards"][0]["filters"][0] == "lz4");
+  expect_one_line_failure(
+      gpufeed_run(dir.path(), {"pack", "--from", file.string(), "--dataset", "nope", "-o",
+                               (dir / "o2").string()}),
+      file.string());
 }

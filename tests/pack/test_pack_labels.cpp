@@ -64,7 +64,8 @@ TEST_CASE("a shard packed with labels, opened with default options: the labels p
   REQUIRE(src.has_labels());
   CHECK(src.shards()[0].label_dataset == "labels");
   REQUIRE(src.size() == 30);
-  for (std::uint64_t i = 0; i < src.size(); ++i) CHECK(src.label(i) == label_of(i));
+  // Record i holds input input_of[i] (pack shuffles by default).
+  for (std::uint64_t i = 0; i < src.size(); ++i) CHECK(src.label(i) == label_of(r.input_of[i]));
 
   loader<hdf5_source> l(src, config());
   std::uint64_t seen = 0;
@@ -73,8 +74,8 @@ TEST_CASE("a shard packed with labels, opened with default options: the labels p
     REQUIRE(b.labels().size() == b.size());
     REQUIRE(b.labels().data() != nullptr);
     for (std::size_t k = 0; k < b.size(); ++k) {
-      CHECK(b.labels()[k] == label_of(b.indices()[k]));
-      CHECK(b.host_labels()[k] == label_of(b.indices()[k]));
+      CHECK(b.labels()[k] == label_of(r.input_of[b.indices()[k]]));
+      CHECK(b.host_labels()[k] == label_of(r.input_of[b.indices()[k]]));
     }
     seen += b.size();
   }

@@ -44,7 +44,8 @@ TEST_CASE("pack writes, verifies and reads back its one format; the other is ref
   const source_type src(r.shards);
   REQUIRE(src.size() == inputs.size());
   const auto got = read_all_records(src);
-  for (std::size_t i = 0; i < inputs.size(); ++i) CHECK(got[i] == read_file(inputs[i].path));
+  for (std::size_t i = 0; i < inputs.size(); ++i)  // record i holds input input_of[i]
+    CHECK(got[i] == read_file(inputs[r.input_of[i]].path));
 
   o.format = missing;
   o.verify = false;

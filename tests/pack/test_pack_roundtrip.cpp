@@ -31,9 +31,19 @@ std::vector<bytes> originals(const std::vector<pack_input>& in) {
   return v;
 }
 
-// The manifest agrees with the result and with the original files.
-void check_manifest(const pack_result& r, const std::vector<bytes>& want,
+// What the pack's records should be: the inputs in the pack's order (shuffled by default).
+template <class T>
+std::vector<T> in_pack_order(const pack_result& r, const std::vector<T>& given) {
+  REQUIRE(r.input_of.size() == given.size());
+  std::vector<T> v;
+  for (const std::uint64_t i : r.input_of) v.push_back(given[static_cast<std::size_t>(i)]);
+  return v;
+}
+
+// The manifest agrees with the result and with the original files (given in input order).
+void check_manifest(const pack_result& r, const std::vector<bytes>& given,
                     const std::vector<std::string>& label_names) {
+  const auto want = in_pack_order(r, given);
   const auto m = nlohmann::json::parse(gpufeed::test::read_text(r.manifest));
   CHECK(m["kind"] == "gpufeed pack manifest");
   CHECK(m["gpufeed_version"] == version_string);
@@ -65,7 +75,8 @@ void check_manifest(const pack_result& r, const std::vector<bytes>& want,
   for (std::size_t i = 0; i < label_names.size(); ++i) CHECK(m["labels"][label_names[i]] == i);
 }
 
-void check_hdf5(const pack_result& r, const std::vector<pack_input>& in) {
+void check_hdf5(const pack_result& r, const std::vector<pack_input>& given) {
+  const auto in = in_pack_order(r, given);
   const auto want = originals(in);
   hdf5_options o;
   if (r.labels) o.label_dataset = "labels";
@@ -85,7 +96,8 @@ void check_hdf5(const pack_result& r, const std::vector<pack_input>& in) {
   for (std::size_t i = 0; i < in.size(); ++i) CHECK(names[i] == in[i].name);
 }
 
-void check_lmdb(const pack_result& r, const std::vector<pack_input>& in) {
+void check_lmdb(const pack_result& r, const std::vector<pack_input>& given) {
+  const auto in = in_pack_order(r, given);
   const auto want = originals(in);
   lmdb_options o;
   if (r.lmdb_datum) o.format = lmdb_options::value_format::datum;

@@ -2,10 +2,14 @@
 // path, records and bytes, image sizes of a sample of records (inspect_images.hpp); with
 // --checksums, every record's size and crc32 as the loader would deliver it.
 //
-//   gpufeed inspect SHARD... [--dataset NAME] [--datum] [--checksums] [--json]
+//   gpufeed inspect SHARD... [--dataset NAME] [--datum] [--checksums] [--names] [--json]
 //
 // A SHARD is an HDF5 file (detected by its signature) or an LMDB environment directory (one
 // holding data.mdb). Every shard is opened (and so validated) before anything is printed.
+// The manifest.json gpufeed pack wrote beside a shard is read when present: an LMDB shard it
+// lists as Caffe Datum is read as Datum without --datum, and its record index -> name map names
+// LMDB records (HDF5 shards hold their names in names/). --names prints only lines
+// "INDEX NAME" (global index over the shards given; with --json, a "names" array).
 // --checksums prints only lines "INDEX SIZE CRC32" (global index over the shards given, in
 // decimal; size in bytes; zlib crc32 of the delivered bytes as 8 lowercase hex digits), so two
 // runs can be diffed; with --json they go into the JSON instead. Bad input: exit code 1 and one
@@ -42,14 +46,48 @@ using json = nlohmann::ordered_json;
 struct inspect_args {
   std::vector<std::string> shards;
   std::string dataset = "data";
-  bool datum = false, checksums = false, as_json = false;
+  bool datum = false, checksums = false, names = false, as_json = false;
 };
+
+// What gpufeed pack's manifest.json beside a shard says about it; found = false when there is
+// none, it is not pack's, or it does not list the shard.
+struct manifest_entry {
+  bool found = false, datum = false;
+  std::vector<std::string> names;  // the shard's records' names, in record order
+};
+
+manifest_entry manifest_for(const std::string& shard) {
+  manifest_entry e;
+  std::filesystem::path p = std::filesystem::path(shard).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();  // "x.lmdb/"
+  const std::string file = p.filename().string();
+  const std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : ".";
+  std::ifstream in(dir / "manifest.json");
+  if (!in) return e;
+  const json m = json::parse(in, nullptr, false);
+  if (m.is_discarded() || !m.is_object() || m.value("kind", "") != "gpufeed pack manifest")
+    return e;
+  for (const auto& s : m.value("shards", json::array())) {
+    if (!s.is_object() || s.value("file", "") != file) continue;
+    e.found = true;
+    const auto& o = m.value("options", json::object());
+    e.datum = o.is_object() && o.value("lmdb_datum", false);
+    const auto& names = m.value("names", json::array());
+    const auto first = s.value("first_record", std::uint64_t{0});
+    const auto count = s.value("records", std::uint64_t{0});
+    if (names.is_array() && names.size() >= first + count)
+      for (std::uint64_t i = first; i < first + count; ++i)
+        e.names.push_back(names[i].is_string() ? names[i].get<std::string>() : "");
+  }
+  return e;
+}
 
 struct opened {
   std::string path;
   std::variant<hdf5_source, lmdb_source> source;
   hdf5_shard_extras extras;
   std::uint64_t first = 0;
+  manifest_entry manifest;
 };
 
 json hdf5_summary(const opened& o, const hdf5_source& s) {
@@ -87,6 +125,8 @@ json lmdb_summary(const opened& o, const lmdb_source& s) {
   j["min_record"] = i.min_record;
   j["max_record"] = i.max_record;
   j["labels"] = s.has_labels();
+  j["names"] = !o.manifest.names.empty();
+  if (!o.manifest.names.empty()) j["first_name"] = o.manifest.names.front();
   if (i.records) {
     const auto k0 = s.key(0), k1 = s.key(i.records - 1);
     j["first_key"] = std::string(reinterpret_cast<const char*>(k0.data()), k0.size());
@@ -130,10 +170,13 @@ void print_text(const json& j) {
   std::printf("\n  bytes      %" PRIu64 "\n", j["bytes"].get<std::uint64_t>());
   std::printf("  labels     %s\n", j["labels"].get<bool>() ? "yes" : "no");
   if (j.contains("names"))
-    std::printf("  names      %s%s\n", j["names"].get<bool>() ? "yes" : "no",
+    std::printf("  names      %s%s%s\n",
+                j["names"].get<bool>() ? (j["format"] == "hdf5" ? "yes" : "yes (manifest.json)")
+                                       : "no",
                 j.contains("first_name")
                     ? (", first '" + one_line(j["first_name"].get<std::string>()) + "'").c_str()
-                    : "");
+                    : "",
+                j["names"].get<bool>() ? " (--names lists them)" : "");
 }
 
 template <class Source>
@@ -157,9 +200,10 @@ void run_inspect(const inspect_args& a) {
   std::uint64_t first = 0;
   for (const std::string& p : a.shards) {
     if (is_lmdb(p)) {
+      manifest_entry m = manifest_for(p);
       lmdb_options lo;
-      if (a.datum) lo.format = lmdb_options::value_format::datum;
-      shards.push_back({p, lmdb_source(p, lo), {}, first});
+      if (a.datum || m.datum) lo.format = lmdb_options::value_format::datum;
+      shards.push_back({p, lmdb_source(p, lo), {}, first, std::move(m)});
     } else {
       if (a.datum)
         throw config_error("--datum reads LMDB values as Caffe Datum; this is an HDF5 file",
@@ -170,13 +214,26 @@ void run_inspect(const inspect_args& a) {
       // pack's labels belong to its "data" dataset: read (and so checked) only with it.
       if (a.dataset != "data") ho.label_dataset = "";
       hdf5_source src(p, ho);
-      const hdf5_shard_extras x = read_hdf5_extras(p, !a.checksums);
-      shards.push_back({p, std::move(src), x, first});
+      const hdf5_shard_extras x = read_hdf5_extras(p, !a.checksums || a.names);
+      shards.push_back({p, std::move(src), x, first, {}});
     }
     first += std::visit([](const auto& s) { return s.size(); }, shards.back().source);
   }
   json doc;
-  if (a.as_json || !a.checksums) {
+  if (a.names) {
+    json names = json::array();
+    for (const opened& o : shards) {
+      const auto& v = o.extras.has_names ? o.extras.names : o.manifest.names;
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        if (a.as_json)
+          names.push_back({{"index", o.first + i}, {"name", v[i]}});
+        else
+          std::printf("%" PRIu64 " %s\n", o.first + i, one_line(v[i]).c_str());
+      }
+    }
+    if (a.as_json) doc["names"] = std::move(names);
+  }
+  if (a.as_json || (!a.checksums && !a.names)) {
     json list = json::array();
     std::uint64_t bytes = 0;
     for (const opened& o : shards) {
@@ -228,9 +285,13 @@ void add_inspect(CLI::App& app) {
       ->required();
   cmd->add_option("--dataset", a->dataset, "HDF5 dataset holding the records")
       ->capture_default_str();
-  cmd->add_flag("--datum", a->datum, "LMDB values are Caffe Datum messages (records = payloads)");
+  cmd->add_flag("--datum", a->datum,
+                "LMDB values are Caffe Datum messages (records = payloads); detected from a "
+                "gpufeed pack manifest.json beside the shard");
   cmd->add_flag("--checksums", a->checksums,
                 "print only 'INDEX SIZE CRC32' per record (decimal, bytes, 8 hex digits)");
+  cmd->add_flag("--names", a->names,
+                "print only 'INDEX NAME' per record: the record index -> input name map");
   cmd->add_flag("--json", a->as_json, "one JSON document on stdout");
   cmd->callback([a] {
     try {

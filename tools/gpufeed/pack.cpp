@@ -1,11 +1,19 @@
-// gpufeed pack — pack a directory tree (or the files of a list) into HDF5 or LMDB shards.
+// gpufeed pack — pack a directory tree (or the files of a list) into HDF5 or LMDB shards, or
+// repack an HDF5 dataset a user already has.
 //
 //   gpufeed pack INPUT_DIR|--list FILE -o OUT_DIR [--format hdf5|lmdb] [--shard-size 1GiB]
-//                [--deflate N] [--chunk-size 1MiB] [--labels] [--datum] [--threads N]
+//                [--compress none|deflate[:L]|lz4|zstd[:L]|bitshuffle-lz4] [--chunk-size 1MiB]
+//                [--labels] [--datum] [--seed N | --no-shuffle] [--threads N]
 //                [--prefix shard] [--verify] [--force] [--quiet]
+//   gpufeed pack --from FILE.h5 [--dataset data] [--labels NAME] -o OUT_DIR [--compress ...]
+//                [--shuffle [--seed N]] ...
 //
+// Records are shuffled (seed 0 unless --seed) unless --no-shuffle; --from keeps the source's
+// row order unless --shuffle. --labels with --format lmdb stores Caffe Datum values (raw LMDB
+// values cannot hold a label), as --datum does. --deflate N is --compress deflate:N.
 // Progress goes to stderr: one line updated in place when stderr is a terminal, else a line
-// every 5 seconds. The summary goes to stdout. --quiet prints neither (errors still print).
+// every 5 seconds. The summary goes to stdout. --quiet prints neither (errors still print);
+// a note about skipped inputs (FIFOs, sockets, devices) goes to stderr unless --quiet.
 #include "gpufeed/pack/pack.hpp"
 
 #include <unistd.h>
@@ -25,11 +33,30 @@ namespace {
 
 struct pack_args {
   std::string input, list, output, format = "hdf5", prefix = "shard";
-  std::uint64_t shard_size = 1ull << 30, chunk_size = 1ull << 20;
+  std::string compress, from, dataset = "data";
+  std::uint64_t shard_size = 1ull << 30, chunk_size = 1ull << 20, seed = 0;
   int deflate = 0;
   std::size_t threads = 0;
   bool labels = false, datum = false, verify = false, force = false, quiet = false;
+  bool no_shuffle = false, shuffle = false;
 };
+
+// "gpufeed pack: error: ..." for the exception in flight, without the "pack: " the library's
+// own messages start with (it would read "pack: error: pack: ..."). Call from a catch block.
+[[noreturn]] void fail_pack() {
+  std::string text;
+  try {
+    throw;
+  } catch (const gpufeed::error& e) {
+    text = e.describe();
+  } catch (const std::exception& e) {
+    text = e.what();
+  }
+  if (text.rfind("pack: ", 0) == 0) text.erase(0, 6);
+  std::fflush(stdout);
+  std::fprintf(stderr, "gpufeed pack: error: %s\n", one_line(text).c_str());
+  throw CLI::RuntimeError(1);
+}
 
 std::string human_bytes(double b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -87,32 +114,74 @@ class progress_printer {
 void run_pack(const pack_args& a) {
   std::vector<pack_input> inputs;
   pack_options o;
-  if (!a.list.empty()) {
+  const bool from = !a.from.empty();
+  if (from) {
+    // nothing to list: the dataset's rows are the records
+  } else if (!a.list.empty()) {
     inputs = read_list_file(a.list);
+    if (inputs.empty())
+      throw config_error("no input files: the list file names none", file_context(a.list));
   } else {
     detail::pack::refuse_output_inside_input(a.input, a.output);  // before listing or writing
-    inputs = list_directory(a.input, a.labels);
+    skipped_entries skipped;
+    inputs = list_directory(a.input, a.labels, &skipped);
+    if (skipped.count && !a.quiet)
+      std::fprintf(stderr,
+                   "gpufeed pack: skipped %llu entr%s under '%s' that %s (FIFO, socket or "
+                   "device): '%s'%s\n",
+                   static_cast<unsigned long long>(skipped.count), skipped.count == 1 ? "y" : "ies",
+                   one_line(a.input).c_str(),
+                   skipped.count == 1 ? "is not a regular file" : "are not regular files",
+                   one_line(skipped.first).c_str(), skipped.count == 1 ? "" : " first");
+    if (inputs.empty())
+      throw config_error(std::string("no input files in the input directory") +
+                             (skipped.count ? " (only entries that are not regular files)" : ""),
+                         file_context(a.input));
     if (a.labels) o.label_names = directory_labels(a.input);
   }
   o.format = a.format == "lmdb" ? shard_format::lmdb : shard_format::hdf5;
   o.shard_bytes = a.shard_size;
-  o.deflate_level = a.deflate;
+  if (!a.compress.empty()) o.compression = parse_compression(a.compress);
+  if (!a.compress.empty() && a.deflate > 0)
+    throw config_error("--deflate N is --compress deflate:N: give one of them");
+  if (a.deflate > 0) o.compression = {pack_codec::deflate, a.deflate};
   o.chunk_bytes = a.chunk_size;
+  o.shuffle = from ? a.shuffle : !a.no_shuffle;
+  o.seed = a.seed;
   o.threads = a.threads;
   o.prefix = a.prefix;
-  o.lmdb_datum = a.datum;
+  // Labels in LMDB need Datum values: what --labels --format lmdb means.
+  o.lmdb_datum = a.datum || (o.format == shard_format::lmdb && a.labels);
   o.verify = a.verify;
   o.force = a.force;
   if (!a.quiet) o.progress = progress_printer(::isatty(2) == 1);
-  const pack_result r = pack(inputs, a.output, o);
+  pack_result r;
+  if (from) {
+    repack_source src;
+    src.file = a.from;
+    src.dataset = a.dataset;
+    // --labels NAME: the label dataset (given after --labels, it parses as the positional).
+    if (a.labels) src.label_dataset = a.input.empty() ? std::string(pack_label_dataset) : a.input;
+    r = repack_hdf5(src, a.output, o);
+  } else {
+    r = pack(inputs, a.output, o);
+  }
   if (a.quiet) return;
   std::printf(
-      "packed %llu files (%s) into %zu %s shard%s in %s in %.2f s: %.0f files/s, "
+      "packed %llu %s (%s) into %zu %s shard%s in %s in %.2f s: %.0f files/s, "
       "%.1f MB/s\n",
-      static_cast<unsigned long long>(r.records), human_bytes(static_cast<double>(r.bytes)).c_str(),
-      r.shards.size(), to_string(r.format), r.shards.size() == 1 ? "" : "s", a.output.c_str(),
-      r.seconds, r.seconds > 0 ? static_cast<double>(r.records) / r.seconds : 0.0,
+      static_cast<unsigned long long>(r.records), from ? "rows" : "files",
+      human_bytes(static_cast<double>(r.bytes)).c_str(), r.shards.size(), to_string(r.format),
+      r.shards.size() == 1 ? "" : "s", a.output.c_str(), r.seconds,
+      r.seconds > 0 ? static_cast<double>(r.records) / r.seconds : 0.0,
       r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds / 1e6 : 0.0);
+  std::printf("  %s, %s%s%s\n",
+              r.format == shard_format::hdf5
+                  ? ("compression " + to_string(o.compression)).c_str()
+                  : (r.lmdb_datum ? "values Caffe Datum {data, label}" : "values raw"),
+              r.shuffled ? "records shuffled, seed " : "records in input order",
+              r.shuffled ? std::to_string(r.seed).c_str() : "",
+              from ? "" : "; record index -> name map in manifest.json");
 }
 
 }  // namespace
@@ -123,7 +192,9 @@ void add_pack(CLI::App& app) {
       "pack",
       "Pack the files under a directory (or named in a list file) into HDF5 or LMDB "
       "shards, in sorted order, with a manifest.json");
-  auto* in = cmd->add_option("input", a->input, "input directory (files listed recursively)");
+  auto* in = cmd->add_option("input", a->input,
+                             "input directory (files listed recursively); with --from, the label "
+                             "dataset named after --labels");
   auto* list = cmd->add_option("--list", a->list,
                                "list file: one PATH or PATH<TAB>LABEL per line (relative to the "
                                "list's directory)");
@@ -136,16 +207,35 @@ void add_pack(CLI::App& app) {
   cmd->add_option("--shard-size", a->shard_size, "target record bytes per shard (e.g. 512MiB)")
       ->transform(CLI::AsSizeValue(true))
       ->default_str("1GiB");
-  cmd->add_option("--deflate", a->deflate, "HDF5: deflate level, 0 = uncompressed")
+  auto* from = cmd->add_option("--from", a->from,
+                               "repack this HDF5 file's --dataset (any chunking and filter "
+                               "gpufeed reads) into gpufeed shards");
+  from->excludes(list);
+  cmd->add_option("--dataset", a->dataset, "with --from: the dataset holding the records")
+      ->capture_default_str();
+  cmd->add_option("--compress", a->compress,
+                  "HDF5: none, deflate[:1-9], lz4, zstd[:1-22] or bitshuffle-lz4 (chunks of "
+                  "--chunk-size; default none)");
+  cmd->add_option("--deflate", a->deflate, "HDF5: deflate level (same as --compress deflate:N)")
       ->check(CLI::Range(0, 9))
       ->capture_default_str();
-  cmd->add_option("--chunk-size", a->chunk_size, "HDF5 with --deflate: chunk size")
+  cmd->add_option("--chunk-size", a->chunk_size,
+                  "HDF5 compressed: chunk size (whole rows with --from)")
       ->transform(CLI::AsSizeValue(true))
       ->default_str("1MiB");
   auto* labels = cmd->add_flag("--labels", a->labels,
-                               "label = index of the file's first-level subdirectory (sorted)");
+                               "label = index of the file's first-level subdirectory (sorted); "
+                               "with --from: --labels NAME, the label dataset");
   labels->excludes(list);
-  cmd->add_flag("--datum", a->datum, "LMDB: store values as Caffe Datum {data, label}");
+  cmd->add_flag("--datum", a->datum,
+                "LMDB: store values as Caffe Datum {data, label} (implied by --labels)");
+  auto* seed = cmd->add_option("--seed", a->seed, "seed of the pack-time shuffle")
+                   ->capture_default_str();
+  auto* noshuf =
+      cmd->add_flag("--no-shuffle", a->no_shuffle, "keep the input order (sorted listing)");
+  noshuf->excludes(seed);
+  cmd->add_flag("--shuffle", a->shuffle, "with --from: shuffle the rows (slow on compressed data)")
+      ->excludes(noshuf);
   cmd->add_option("--threads", a->threads, "reading threads (0 = one per core)")
       ->capture_default_str();
   cmd->add_option("--prefix", a->prefix, "shard file prefix")->capture_default_str();
@@ -153,12 +243,17 @@ void add_pack(CLI::App& app) {
   cmd->add_flag("--force", a->force, "replace the shards and manifest of an earlier pack");
   cmd->add_flag("-q,--quiet", a->quiet, "no progress or summary");
   cmd->callback([a] {
-    if (a->input.empty() && a->list.empty())
-      throw CLI::RequiredError("an input directory or --list FILE");
+    if (a->from.empty() && a->input.empty() && a->list.empty())
+      throw CLI::RequiredError("an input directory, --list FILE or --from FILE.h5");
+    if (!a->from.empty() && !a->input.empty() && !a->labels)
+      throw CLI::ValidationError("input", "--from repacks a dataset: give no input directory");
+    if (a->from.empty() && a->shuffle)
+      throw CLI::ValidationError("--shuffle", "applies to --from (other inputs are shuffled "
+                                              "unless --no-shuffle)");
     try {
       run_pack(*a);
     } catch (...) {
-      fail_current("pack");
+      fail_pack();
     }
   });
 }

@@ -16,17 +16,30 @@
 //
 // Output (out_dir/):
 //   <prefix>-00000.h5 ...   HDF5 blob layout (hdf5_source detects it): `data` uint8 (contiguous,
-//                           or chunked + deflate), `offsets` uint64[N+1], `labels` int64[N] when
-//                           the inputs have labels, `names/data` + `names/offsets` (the record
-//                           names, blob layout again).
+//                           or chunked and compressed: see `compression`), `offsets` uint64[N+1],
+//                           `labels` int64[N] when the inputs have labels, `names/data` +
+//                           `names/offsets` (the record names, blob layout again). repack_hdf5
+//                           writes the fixed layout instead: `data` of the source's type and
+//                           shape, chunks of whole rows, and no names.
 //   <prefix>-00000.lmdb/    one LMDB environment per shard (data.mdb only): key = the record's
 //                           global index as 10 decimal digits, value = the file's bytes (or a
 //                           Caffe Datum {data, label} with lmdb_datum; raw values cannot hold
 //                           labels, so labelled inputs need lmdb_datum or HDF5).
 //   manifest.json           format, shards (file, records, bytes, first_record, crc32 of the
-//                           record bytes in order), totals, label names, options, version.
-// Records keep the input order; a shard takes records while its bytes stay within shard_bytes.
-// Worker threads read the input files (and compress deflate chunks) ahead of one writer, at most
+//                           record bytes in order), totals, label names, options, version, the
+//                           order (shuffled or not, seed) and `names`: record index -> input name.
+// Order: records are shuffled by default (a permutation of the inputs fixed by `seed`, the same on
+// every machine), because inputs listed from class folders come sorted by class and a loader's
+// locality-aware order (sample_order::block_shuffled) mixes records only within a window of
+// chunks. `shuffle = false` keeps the input order. A shard takes records in that order while its
+// bytes stay within shard_bytes.
+// Compression (HDF5): chunks of chunk_bytes (1 MiB) of the record stream, compressed with
+// deflate, LZ4 (32004), Zstd (32015) or Bitshuffle-LZ4 (32008) in the filter formats h5py +
+// hdf5plugin read (pack/detail/codecs.hpp) and that hdf5_source decodes in its workers. Why 1 MiB:
+// it is one decode unit of the locality-aware order, decodes in well under a millisecond with
+// LZ4/Zstd, keeps a reader's decoded-chunk cache small, and the codecs' ratio has stopped
+// improving long before it; the chunk index stays small (1024 entries per GiB).
+// Worker threads read the input files (and compress the chunks) ahead of one writer, at most
 // 2 x threads + 2 batches of 4 MiB ahead, so memory stays bounded whatever the file sizes.
 //
 // Guarantees:
@@ -47,6 +60,7 @@
 #pragma once
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -54,8 +68,11 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <vector>
 
+#include "gpufeed/pack/detail/codecs.hpp"
 #include "gpufeed/pack/detail/formats.hpp"
 #include "gpufeed/pack/detail/listing.hpp"
 #include "gpufeed/pack/detail/manifest.hpp"
@@ -72,6 +89,50 @@ enum class shard_format { hdf5, lmdb };
 
 inline const char* to_string(shard_format f) noexcept {
   return f == shard_format::lmdb ? "lmdb" : "hdf5";
+}
+
+// How pack compresses HDF5 shards: the codec, and its level where it has one (deflate 1-9,
+// default 4 as h5py's gzip; zstd 1-22, default 3 as zstd's). LMDB shards are not compressed.
+using pack_codec = detail::pack::codec_kind;
+struct pack_compression {
+  pack_codec codec = pack_codec::none;
+  int level = 0;  // 0: the codec's default
+};
+
+// "none", "deflate[:L]", "lz4", "zstd[:L]" or "bitshuffle-lz4" (what gpufeed pack --compress
+// takes); config_error naming the choices otherwise.
+inline pack_compression parse_compression(std::string_view text) {
+  const auto colon = text.find(':');
+  const std::string_view name = text.substr(0, colon);
+  pack_compression c;
+  if (name == "none") c.codec = pack_codec::none;
+  else if (name == "deflate" || name == "gzip") c.codec = pack_codec::deflate;
+  else if (name == "lz4") c.codec = pack_codec::lz4;
+  else if (name == "zstd") c.codec = pack_codec::zstd;
+  else if (name == "bitshuffle-lz4") c.codec = pack_codec::bitshuffle_lz4;
+  else
+    throw config_error("unknown compression '" + std::string(text) +
+                       "': choose none, deflate[:1-9], lz4, zstd[:1-22] or bitshuffle-lz4");
+  if (colon != std::string_view::npos) {
+    const std::string_view v = text.substr(colon + 1);
+    const int most = c.codec == pack_codec::deflate ? 9 : c.codec == pack_codec::zstd ? 22 : 0;
+    const auto r = std::from_chars(v.data(), v.data() + v.size(), c.level);
+    if (most == 0 || v.empty() || r.ec != std::errc{} || r.ptr != v.data() + v.size() ||
+        c.level < 1 || c.level > most)
+      throw config_error("compression '" + std::string(text) +
+                         "': a level applies to deflate (1-9) and zstd (1-22) only");
+  }
+  return c;
+}
+
+inline std::string to_string(const pack_compression& c) {
+  switch (c.codec) {
+    case pack_codec::deflate: return "deflate:" + std::to_string(c.level ? c.level : 4);
+    case pack_codec::lz4: return "lz4";
+    case pack_codec::zstd: return "zstd:" + std::to_string(c.level ? c.level : 3);
+    case pack_codec::bitshuffle_lz4: return "bitshuffle-lz4";
+    default: return "none";
+  }
 }
 
 struct pack_input {
@@ -93,10 +154,18 @@ inline std::vector<std::string> directory_labels(const std::filesystem::path& ro
 // Symlinks: a link to a regular file is followed when its resolved target lies inside root (a
 // link leaving root is a format_error naming it: pack reads only what it was pointed at; name
 // such files in a list file instead); a dangling link is an io_error; links to directories are
-// not followed (no loops, no duplicates). FIFOs, sockets and devices are skipped.
+// not followed (no loops, no duplicates). FIFOs, sockets and devices are skipped (not data, and
+// opening a FIFO would block): counted in *skipped when given, with the first one's name.
+struct skipped_entries {
+  std::uint64_t count = 0;
+  std::string first;  // relative to root, as a name
+};
 inline std::vector<pack_input> list_directory(const std::filesystem::path& root,
-                                              bool labels_from_subdirs) {
-  const auto files = detail::pack::list_files(root);
+                                              bool labels_from_subdirs,
+                                              skipped_entries* skipped = nullptr) {
+  detail::pack::skipped_count sk;
+  const auto files = detail::pack::list_files(root, &sk);
+  if (skipped) *skipped = {sk.count, sk.first};
   std::vector<std::string> labels;
   if (labels_from_subdirs) labels = directory_labels(root);
   std::vector<pack_input> out;
@@ -147,13 +216,15 @@ struct pack_progress {
 struct pack_options {
   shard_format format = shard_format::hdf5;
   std::uint64_t shard_bytes = 1ull << 30;  // target record bytes per shard
-  // HDF5 only: 0 = contiguous, uncompressed (the pread_raw fast path); 1..9 = chunked + deflate.
-  int deflate_level = 0;
-  // Deflate chunk size (capped at the shard's size). 1 MiB: zlib's ratio stops improving long
-  // before (32 KiB window), the chunk index stays small (1024 entries per GiB), and a reader's
-  // decoded-chunk cache serves sequential records; a random read of a small record decodes its
-  // whole chunk, so lower it for shuffled access to compressed shards.
+  // HDF5 only: none = contiguous, uncompressed (the pread_raw fast path); else chunked and
+  // compressed (see "Compression" above).
+  pack_compression compression;
+  int deflate_level = 0;  // older spelling of compression = {deflate, level}; 0 = unset
+  // Chunk size of compressed shards (capped at the shard's size; repack_hdf5 rounds it down to
+  // whole rows, at least one). See "Compression" above for why 1 MiB.
   std::uint64_t chunk_bytes = 1ull << 20;
+  bool shuffle = true;      // shuffle the records (see "Order" above); false keeps input order
+  std::uint64_t seed = 0;   // the shuffle's seed, recorded in the manifest
   std::size_t threads = 0;       // reading (and compressing, verifying) threads; 0 = hardware
   std::string prefix = "shard";  // shard-00000.h5 / shard-00000.lmdb/
   bool lmdb_datum = false;       // LMDB only: values are Caffe Datum {data, label}
@@ -172,6 +243,10 @@ struct packed_shard {
 struct pack_result {
   shard_format format = shard_format::hdf5;
   bool labels = false, lmdb_datum = false;
+  bool shuffled = false;
+  std::uint64_t seed = 0;
+  std::vector<std::uint64_t>
+      input_of;  // record i holds inputs[input_of[i]] (source row for repack)
   std::vector<std::filesystem::path> shards;  // in record order: give them to the source as is
   std::vector<packed_shard> shard_info;
   std::uint64_t records = 0, bytes = 0;
@@ -184,6 +259,25 @@ inline namespace GPUFEED_PACK_FORMATS {
 // Packs `inputs` into out_dir (see the top of this file).
 pack_result pack(const std::vector<pack_input>& inputs, const std::filesystem::path& out_dir,
                  const pack_options& options = {});
+
+#if defined(GPUFEED_PACK_HDF5)
+// Repacks a dataset a user already has (any layout, chunking and filter hdf5_source reads; read
+// through hdf5_source on `threads` workers) into gpufeed HDF5 shards of the fixed layout: `data`
+// of the same native type and row shape, chunks of whole rows (chunk_bytes rounded down to whole
+// rows, at least one), compressed with options.compression, and `labels` as hdf5_source reads
+// them (label_dataset as hdf5_options::label_dataset: unset = "labels" when present, "" = none).
+// A blob-layout source (an earlier pack's shard) is repacked in the blob layout.
+// Records keep the source's row order unless options.shuffle (which reads rows at random: slow
+// on compressed sources, whose chunks are then decoded once per record). options.format must be
+// hdf5; errors of reading the source propagate as hdf5_source reports them (file and row).
+struct repack_source {
+  std::filesystem::path file;
+  std::string dataset = "data";
+  std::optional<std::string> label_dataset;
+};
+pack_result repack_hdf5(const repack_source& source, const std::filesystem::path& out_dir,
+                        const pack_options& options);
+#endif
 
 // Reads every record of a pack's shards back through hdf5_source / lmdb_source and checks each
 // shard's record count, bytes and crc32 against `result`: corrupt_error naming the shard when

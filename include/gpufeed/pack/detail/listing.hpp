@@ -64,9 +64,18 @@ struct listed_file {
   std::string name;  // relative to root, '/'-separated
 };
 
+// Entries list_directory skips: not regular files (and no links to one).
+struct skipped_count {
+  std::uint64_t count = 0;
+  std::string first;  // the byte-wise first name of them
+  void add(const std::string& name) {
+    if (count++ == 0 || name < first) first = name;
+  }
+};
+
 // Depth-first walk of `dir` (a real directory under root), appending what list_directory takes.
 inline void walk(const fs::path& dir, const fs::path& canonical_root, const std::string& prefix,
-                 std::vector<listed_file>& out) {
+                 std::vector<listed_file>& out, skipped_count& skipped) {
   std::error_code ec;
   fs::directory_iterator it(dir, ec), end;
   if (ec) throw_fs("cannot list the input directory", dir, "opendir", ec);
@@ -76,7 +85,7 @@ inline void walk(const fs::path& dir, const fs::path& canonical_root, const std:
     const fs::file_status lst = it->symlink_status(ec);
     if (ec) throw_fs("cannot stat a directory entry", p, "lstat", ec);
     if (fs::is_directory(lst)) {
-      walk(p, canonical_root, name + "/", out);
+      walk(p, canonical_root, name + "/", out, skipped);
     } else if (fs::is_regular_file(lst)) {
       out.push_back({p, name});
     } else if (fs::is_symlink(lst)) {
@@ -86,7 +95,11 @@ inline void walk(const fs::path& dir, const fs::path& canonical_root, const std:
       if (ec && ec != std::errc::no_such_file_or_directory)
         throw_fs("cannot follow a symbolic link", p, "stat", ec);
       if (ec || !fs::exists(st)) throw_errno("symbolic link points to nothing", p, "stat", ENOENT);
-      if (!fs::is_regular_file(st)) continue;  // directories (no loops) and special files
+      if (fs::is_directory(st)) continue;  // not followed: no loops
+      if (!fs::is_regular_file(st)) {
+        skipped.add(name);
+        continue;
+      }
       const fs::path target = fs::canonical(p, ec);
       if (ec) throw_fs("cannot resolve a symbolic link", p, "realpath", ec);
       if (!lies_within(target, canonical_root))
@@ -96,13 +109,15 @@ inline void walk(const fs::path& dir, const fs::path& canonical_root, const std:
                                "name files elsewhere in a list file instead",
                            file_context(p));
       out.push_back({p, name});
+    } else {
+      // FIFOs, sockets and devices are not data (and opening a FIFO would block): skipped.
+      skipped.add(name);
     }
-    // FIFOs, sockets and devices are not data (and opening a FIFO would block): skipped.
   }
   if (ec) throw_fs("cannot list the input directory", dir, "readdir", ec);
 }
 
-inline std::vector<listed_file> list_files(const fs::path& root) {
+inline std::vector<listed_file> list_files(const fs::path& root, skipped_count* skipped = nullptr) {
   std::error_code ec;
   const fs::file_status st = fs::status(root, ec);
   if (!fs::exists(st)) {
@@ -113,7 +128,9 @@ inline std::vector<listed_file> list_files(const fs::path& root) {
   const fs::path canonical_root = fs::canonical(root, ec);
   if (ec) throw_fs("cannot resolve the input directory", root, "realpath", ec);
   std::vector<listed_file> files;
-  walk(root, canonical_root, "", files);
+  skipped_count sk;
+  walk(root, canonical_root, "", files, sk);
+  if (skipped) *skipped = sk;
   std::sort(files.begin(), files.end(),
             [](const listed_file& a, const listed_file& b) { return a.name < b.name; });
   return files;

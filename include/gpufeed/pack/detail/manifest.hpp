@@ -67,7 +67,12 @@ struct manifest_data {
   std::string format, version, prefix;
   std::uint64_t records = 0, bytes = 0, shard_bytes = 0, chunk_bytes = 0;
   int deflate_level = 0;
+  std::string compression = "none";  // to_string(pack_compression)
   bool labels = false, datum = false;
+  bool shuffled = false;
+  std::uint64_t seed = 0;
+  const std::vector<std::string>* names = nullptr;  // record index -> input name, or none
+  std::string source;                               // a JSON object's text, or empty
   std::vector<std::string> label_names;
   std::vector<manifest_shard> shards;
 };
@@ -104,7 +109,18 @@ inline std::string manifest_text(const manifest_data& m) {
   t += "  \"options\": {\"shard_bytes\": " + num(m.shard_bytes) +
        ", \"deflate_level\": " + std::to_string(m.deflate_level) +
        ", \"chunk_bytes\": " + num(m.chunk_bytes) + ", \"prefix\": " + json_string(m.prefix) +
-       ", \"lmdb_datum\": " + (m.datum ? "true" : "false") + "}\n";
+       ", \"lmdb_datum\": " + (m.datum ? "true" : "false") +
+       ", \"compression\": " + json_string(m.compression) + "},\n";
+  // The order: record i of the pack (global index) holds names[i]; with "shuffled", inputs were
+  // permuted by the seed (pack/detail/plan.hpp's shuffled_order), else kept in listing order.
+  t += "  \"order\": {\"shuffled\": " + std::string(m.shuffled ? "true" : "false") +
+       ", \"seed\": " + num(m.seed) + "},\n";
+  if (!m.source.empty()) t += "  \"source\": " + m.source + ",\n";
+  t += "  \"names\": [";
+  if (m.names)
+    for (std::size_t i = 0; i < m.names->size(); ++i)
+      t += (i % 8 ? ", " : (i ? ",\n    " : "\n    ")) + json_string((*m.names)[i]);
+  t += (m.names && !m.names->empty()) ? "\n  ]\n" : "]\n";
   return t + "}\n";
 }
 

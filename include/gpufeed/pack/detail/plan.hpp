@@ -8,8 +8,9 @@
 // order). A batch is a byte range of that stream, so a batch's memory is bounded whatever the
 // file sizes: a large file is read in pieces by several batches, a batch of small files holds
 // many whole files. 0-byte records belong to the batch their offset falls in (the last batch
-// when they end the shard); a shard of only 0-byte records has one empty batch. For deflate,
-// batches are whole chunks, so each worker compresses the chunks it read.
+// when they end the shard); a shard of only 0-byte records has one empty batch. For compressed
+// shards, batches are whole chunks, so each worker compresses the chunks it read; for the fixed
+// layout (rows of one size), batches are whole rows.
 #pragma once
 
 #include <sys/stat.h>
@@ -28,7 +29,7 @@ namespace gpufeed::detail::pack {
 
 struct shard_plan {
   std::uint64_t first_record = 0, records = 0, bytes = 0;
-  std::uint64_t chunk = 0;  // chunk bytes for deflate (0: contiguous)
+  std::uint64_t chunk = 0;  // chunk bytes when compressed (0: contiguous)
   std::size_t first_batch = 0, batches = 0;
 };
 
@@ -62,9 +63,11 @@ inline std::uint64_t input_size(const std::filesystem::path& p) {
 
 // Greedy shards: a shard takes records in order while its bytes stay within shard_bytes (a
 // record larger than that gets a shard of its own). batch_target: bytes per batch; chunk: the
-// deflate chunk size (0 for none), capped at each shard's size; batches are whole chunks then.
+// chunk size of compressed shards (0 for none), capped at each shard's size; batches are whole
+// chunks then, else multiples of `align` (the row size of the fixed layout; chunk is one too).
 inline pack_plan make_plan(std::vector<std::uint64_t> sizes, std::uint64_t shard_bytes,
-                           std::uint64_t batch_target, std::uint64_t chunk) {
+                           std::uint64_t batch_target, std::uint64_t chunk,
+                           std::uint64_t align = 1) {
   pack_plan p;
   p.sizes = std::move(sizes);
   const std::uint64_t n = p.sizes.size();
@@ -85,7 +88,7 @@ inline pack_plan make_plan(std::vector<std::uint64_t> sizes, std::uint64_t shard
   for (std::size_t si = 0; si < p.shards.size(); ++si) {
     shard_plan& s = p.shards[si];
     s.chunk = (chunk && s.bytes) ? std::min(chunk, s.bytes) : 0;
-    std::uint64_t step = std::max<std::uint64_t>(batch_target, 1);
+    std::uint64_t step = std::max<std::uint64_t>(batch_target / align, 1) * align;
     if (s.chunk) step = s.chunk * std::max<std::uint64_t>(1, batch_target / s.chunk);
     const std::uint64_t count = std::max<std::uint64_t>(1, (s.bytes + step - 1) / step);
     s.first_batch = p.batches.size();
@@ -111,6 +114,39 @@ inline pack_plan make_plan(std::vector<std::uint64_t> sizes, std::uint64_t shard
     }
   }
   return p;
+}
+
+// The record order of a shuffled pack: a Fisher-Yates permutation of 0..n-1 driven by
+// splitmix64(seed), each draw bounded without bias (rejection, then the remainder). Written out
+// rather than std::shuffle + std::mt19937_64 because std::shuffle's use of the generator differs
+// between standard libraries: this order is the same everywhere for the same (n, seed).
+inline std::vector<std::uint64_t> shuffled_order(std::uint64_t n, std::uint64_t seed) {
+  std::vector<std::uint64_t> order(static_cast<std::size_t>(n));
+  for (std::uint64_t i = 0; i < n; ++i) order[i] = i;
+  std::uint64_t state = seed;
+  const auto next = [&state] {
+    std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  for (std::uint64_t i = n; i > 1; --i) {
+    // j uniform in [0, i): reject the 2^64 mod i lowest draws, then take the remainder.
+    const std::uint64_t reject_below = (0 - i) % i;
+    std::uint64_t x = next();
+    while (x < reject_below) x = next();
+    const std::uint64_t j = x % i;
+    std::swap(order[i - 1], order[j]);
+  }
+  return order;
+}
+
+// Record i holds input record_order(...)[i]: the shuffled order, or the inputs' own.
+inline std::vector<std::uint64_t> record_order(std::uint64_t n, bool shuffle, std::uint64_t seed) {
+  if (shuffle) return shuffled_order(n, seed);
+  std::vector<std::uint64_t> order(static_cast<std::size_t>(n));
+  for (std::uint64_t i = 0; i < n; ++i) order[i] = i;
+  return order;
 }
 
 }  // namespace gpufeed::detail::pack

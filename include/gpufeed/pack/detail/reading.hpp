@@ -30,6 +30,7 @@
 
 #include "gpufeed/detail/byte_buffer.hpp"
 #include "gpufeed/detail/thread_group.hpp"
+#include "gpufeed/pack/detail/codecs.hpp"
 #include "gpufeed/pack/detail/plan.hpp"
 #include "gpufeed/error.hpp"
 
@@ -38,8 +39,8 @@ namespace gpufeed::detail::pack {
 // What a worker hands the writer for one batch. Recycled (batch_pipeline::recycle), so buffers
 // are allocated once per window slot, not once per batch.
 struct batch_data {
-  byte_buffer bytes;  // the batch's range of the stream (raw; + zero padding for deflate)
-  std::vector<std::vector<std::byte>> chunks;  // deflate: its chunks, compressed, in order
+  byte_buffer bytes;  // the batch's range of the stream (raw; + zero padding when chunked)
+  std::vector<std::vector<std::byte>> chunks;  // chunked: its chunks, compressed, in order
   std::vector<std::uint32_t> crc;  // per record of the batch: crc32 of the part it holds
   std::exception_ptr error;        // rethrown by the writer when it reaches this batch
 };
@@ -107,18 +108,22 @@ inline std::uint32_t crc32_join(std::uint32_t a, std::uint32_t b, std::uint64_t 
   return static_cast<std::uint32_t>(::crc32_combine(a, b, static_cast<z_off_t>(b_len)));
 }
 
-// Reads batch b (every input file's part of its byte range; 0-byte files are opened and checked
-// too) and, for deflate level > 0, compresses its chunks: the last chunk of a shard is padded
-// with zeros to the full chunk, as HDF5 stores edge chunks. zlib's compress2 is HDF5's own
-// deflate filter format, and deterministic for a given level.
-inline void fill_batch(const pack_plan& plan, const std::vector<std::filesystem::path>& paths,
-                       std::size_t b, int level, batch_data& out) {
+// Reads part [from, from + n) of record r into dst: the inputs of a pack (files, or the rows of
+// an HDF5 dataset), read on the worker threads.
+using read_part_fn =
+    std::function<void(std::uint64_t r, std::byte* dst, std::uint64_t n, std::uint64_t from)>;
+
+// Reads batch b (every record's part of its byte range) and, when the shard is chunked,
+// compresses its chunks with `codec`: the last chunk of a shard is padded with zeros to the full
+// chunk, as HDF5 stores edge chunks. Every codec is deterministic for a given level.
+inline void fill_batch(const pack_plan& plan, const read_part_fn& read_part, std::size_t b,
+                       const chunk_codec& codec, batch_data& out) {
   const batch_plan& bp = plan.batches[b];
   const shard_plan& s = plan.shards[bp.shard];
-  const bool deflate = level > 0 && s.chunk > 0;
+  const bool chunked = s.chunk > 0;
   const std::uint64_t n = bp.end - bp.begin;
-  const std::uint64_t chunks = deflate ? (n + s.chunk - 1) / s.chunk : 0;
-  const std::uint64_t padded = deflate ? chunks * s.chunk : n;
+  const std::uint64_t chunks = chunked ? (n + s.chunk - 1) / s.chunk : 0;
+  const std::uint64_t padded = chunked ? chunks * s.chunk : n;
   out.bytes.resize(static_cast<std::size_t>(padded));
   if (padded > n) std::memset(out.bytes.data() + n, 0, static_cast<std::size_t>(padded - n));
   out.crc.assign(static_cast<std::size_t>(bp.end_record - bp.first_record), 0);
@@ -126,27 +131,13 @@ inline void fill_batch(const pack_plan& plan, const std::vector<std::filesystem:
   for (std::uint64_t r = bp.first_record; r < bp.end_record; ++r) {
     const std::uint64_t lo = std::max(plan.offset[r], bp.begin);
     const std::uint64_t hi = std::min(plan.end_of(r), bp.end);
-    const input_file f(paths[r], plan.sizes[r]);
-    if (hi <= lo) continue;
     std::byte* dst = out.bytes.data() + (lo - bp.begin);
-    f.read(dst, hi - lo, lo - plan.offset[r], plan.sizes[r]);
-    out.crc[r - bp.first_record] = crc32_of(dst, hi - lo);
+    read_part(r, dst, hi > lo ? hi - lo : 0, lo - plan.offset[r]);
+    if (hi > lo) out.crc[r - bp.first_record] = crc32_of(dst, hi - lo);
   }
-  for (std::size_t c = 0; c < out.chunks.size(); ++c) {
-    uLongf len = ::compressBound(static_cast<uLong>(s.chunk));
-    out.chunks[c].resize(len);
-    const int rc = ::compress2(reinterpret_cast<Bytef*>(out.chunks[c].data()), &len,
-                               reinterpret_cast<const Bytef*>(out.bytes.data() + c * s.chunk),
-                               static_cast<uLong>(s.chunk), level);
-    if (rc != Z_OK) {
-      error_context ctx;
-      ctx.api = "compress2";
-      ctx.status = rc;
-      ctx.status_text = ::zError(rc);
-      throw library_error("zlib could not compress a chunk", std::move(ctx));
-    }
-    out.chunks[c].resize(len);
-  }
+  for (std::size_t c = 0; c < out.chunks.size(); ++c)
+    encode_chunk(codec, {out.bytes.data() + c * s.chunk, static_cast<std::size_t>(s.chunk)},
+                 out.chunks[c]);
 }
 
 // Runs fill(k, data) for k = 0..count-1 on `threads` workers, at most `window` batches ahead of

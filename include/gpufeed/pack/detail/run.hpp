@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <memory>
 #include <thread>
 
 #include "gpufeed/pack/pack.hpp"
@@ -18,26 +19,54 @@ namespace gpufeed {
 
 namespace detail::pack {
 
+// The chunk codec options ask for (deflate_level is compression's older spelling).
+inline chunk_codec codec_of(const pack_options& o, std::size_t element_size = 1) {
+  chunk_codec c;
+  c.kind = o.compression.codec;
+  c.level = o.compression.level;
+  if (c.kind == codec_kind::none && o.deflate_level > 0) {
+    c.kind = codec_kind::deflate;
+    c.level = o.deflate_level;
+  }
+  if (c.level == 0)
+    c.level = c.kind == codec_kind::deflate ? 4 : c.kind == codec_kind::zstd ? 3 : 0;
+  c.element_size = element_size;
+  return c;
+}
+
+// The checks pack() and repack_hdf5() share.
+inline void check_common(const pack_options& o) {
+  if (o.shard_bytes == 0) throw config_error("pack: shard_bytes must be > 0");
+  if (o.deflate_level < 0 || o.deflate_level > 9)
+    throw config_error("pack: deflate_level must be 0 (none) to 9");
+  if (o.deflate_level > 0 && o.compression.codec != codec_kind::none)
+    throw config_error("pack: set compression or deflate_level, not both");
+  const int most = o.compression.codec == codec_kind::deflate ? 9
+                   : o.compression.codec == codec_kind::zstd  ? 22
+                                                              : 0;
+  if (o.compression.level < 0 || o.compression.level > most)
+    throw config_error("pack: compression level " + std::to_string(o.compression.level) +
+                       " is out of range for " + to_string(o.compression));
+  if (o.format == shard_format::lmdb && codec_of(o).kind != codec_kind::none)
+    throw config_error("pack: compression (--compress, --deflate) applies to HDF5 shards only");
+  if (o.chunk_bytes == 0 || o.chunk_bytes > (std::uint64_t{1} << 30))
+    throw config_error("pack: chunk_bytes must be 1 byte to 1 GiB");
+  check_prefix(o.prefix);
+}
+
 inline void check_options(const std::vector<pack_input>& inputs, const pack_options& o) {
   if (o.format == shard_format::hdf5 && !has_hdf5_writer)
     throw config_error("pack: this program has no HDF5 shard writer (link gpufeed::pack_hdf5)");
   if (o.format == shard_format::lmdb && !has_lmdb_writer)
     throw config_error("pack: this program has no LMDB shard writer (link gpufeed::pack_lmdb)");
   if (inputs.empty()) throw config_error("pack: no input files");
-  if (o.shard_bytes == 0) throw config_error("pack: shard_bytes must be > 0");
-  if (o.deflate_level < 0 || o.deflate_level > 9)
-    throw config_error("pack: deflate_level must be 0 (none) to 9");
-  if (o.format == shard_format::lmdb && o.deflate_level > 0)
-    throw config_error("pack: deflate applies to HDF5 shards only");
+  check_common(o);
   if (o.format == shard_format::hdf5 && o.lmdb_datum)
     throw config_error("pack: Datum values apply to LMDB shards only");
   if (o.format == shard_format::lmdb && !o.lmdb_datum && inputs.front().label)
     throw config_error(
         "pack: raw LMDB values cannot hold labels; store Caffe Datum values "
         "(lmdb_datum, gpufeed pack --datum) or use HDF5");
-  if (o.chunk_bytes == 0 || o.chunk_bytes > (std::uint64_t{1} << 30))
-    throw config_error("pack: chunk_bytes must be 1 byte to 1 GiB");
-  check_prefix(o.prefix);
   const bool labels = inputs.front().label.has_value();
   for (const pack_input& in : inputs) {
     if (in.label.has_value() != labels)
@@ -101,99 +130,109 @@ inline void remove_quietly(const std::vector<std::filesystem::path>& paths) noex
   }
 }
 
+// What one pack writes, whatever its inputs: files (pack) or a dataset's rows (repack_hdf5).
+struct pack_job {
+  std::vector<std::uint64_t> sizes;     // per record
+  bool has_labels = false;
+  std::vector<std::int64_t> labels;     // per record when has_labels
+  std::vector<std::string> names;       // per record, or empty: no names stored
+  std::vector<std::uint64_t> input_of;  // per record: its input's index (pack_result::input_of)
+  std::function<read_part_fn()> parts;  // a reader of record parts, made once per batch
+  std::function<std::string(std::uint64_t)> describe;  // record -> "input file '...'", for verify
+  chunk_codec codec;
+  std::uint64_t chunk_bytes = 0;  // compressed: chunk bytes (whole rows when fixed)
 #if defined(GPUFEED_PACK_HDF5)
-// What an HDF5 shard stores beside its records: offsets, names, labels.
-inline shard_meta meta_for(const pack_plan& plan, const shard_plan& s,
-                           const std::vector<pack_input>& inputs) {
+  data_shape shape;  // blob by default
+#endif
+  std::uint64_t align = 1;  // row bytes of the fixed layout
+  std::string source_text;  // manifest "source": JSON object text, or empty
+};
+
+#if defined(GPUFEED_PACK_HDF5)
+// What an HDF5 shard stores beside its records: offsets (blob), names, labels.
+inline shard_meta meta_for(const pack_plan& plan, const shard_plan& s, const pack_job& job) {
   shard_meta m;
-  m.offsets.reserve(s.records + 1);
-  m.name_offsets.reserve(s.records + 1);
-  m.name_offsets.push_back(0);
+  const bool blob = !job.shape.fixed();
+  if (!job.names.empty()) m.name_offsets.push_back(0);
   for (std::uint64_t r = s.first_record; r < s.first_record + s.records; ++r) {
-    m.offsets.push_back(plan.offset[r]);
-    m.names += inputs[r].name;
-    m.name_offsets.push_back(m.names.size());
-    if (inputs[r].label) m.labels.push_back(*inputs[r].label);
+    if (blob) m.offsets.push_back(plan.offset[r]);
+    if (!job.names.empty()) {
+      m.names += job.names[r];
+      m.name_offsets.push_back(m.names.size());
+    }
+    if (job.has_labels) m.labels.push_back(job.labels[r]);
   }
-  m.offsets.push_back(s.bytes);
+  if (blob) m.offsets.push_back(s.bytes);
   return m;
 }
 #endif
 
-}  // namespace detail::pack
-
-inline namespace GPUFEED_PACK_FORMATS {
-
-inline pack_result pack(const std::vector<pack_input>& inputs, const std::filesystem::path& out_dir,
-                        const pack_options& o) {
-  namespace d = detail::pack;
+// Plans, writes, verifies and describes (manifest) the shards of `job` in out_dir, which the
+// caller has checked to hold none of the inputs.
+inline pack_result run_job(const pack_job& job, const std::filesystem::path& out_dir,
+                           const pack_options& o, std::chrono::steady_clock::time_point t0) {
   namespace fs = std::filesystem;
-  const auto t0 = std::chrono::steady_clock::now();
-  d::check_options(inputs, o);
   const bool lmdb = o.format == shard_format::lmdb;
-  const int level = lmdb ? 0 : o.deflate_level;
-
-  std::vector<std::uint64_t> sizes;
-  std::vector<fs::path> paths;
-  sizes.reserve(inputs.size());
-  paths.reserve(inputs.size());
-  for (const pack_input& in : inputs) {
-    sizes.push_back(d::input_size(in.path));
-    paths.push_back(in.path);
-  }
-  const d::pack_plan plan = d::make_plan(std::move(sizes), o.shard_bytes, std::uint64_t{4} << 20,
-                                         level > 0 ? o.chunk_bytes : 0);
-  d::refuse_inputs_inside_output(paths, out_dir);
-  d::prepare_out_dir(out_dir, o.prefix, o.force);
+  const bool compressed = !lmdb && job.codec.kind != codec_kind::none;
+  const pack_plan plan = make_plan(job.sizes, o.shard_bytes, std::uint64_t{4} << 20,
+                                   compressed ? job.chunk_bytes : 0, job.align);
+  prepare_out_dir(out_dir, o.prefix, o.force);
 
   pack_result res;
   res.format = o.format;
-  res.labels = inputs.front().label.has_value();
+  res.labels = job.has_labels;
   res.lmdb_datum = lmdb && o.lmdb_datum;
-  res.records = inputs.size();
+  res.records = job.sizes.size();
   res.bytes = plan.total_bytes;
-  std::vector<std::uint32_t> crc(inputs.size(), 0);
-  d::progress_meter meter(o, inputs.size(), plan.total_bytes, plan.shards.size(), t0);
+  res.shuffled = o.shuffle;
+  res.seed = o.seed;
+  res.input_of = job.input_of;
+  const std::uint64_t n = job.sizes.size();
+  std::vector<std::uint32_t> crc(static_cast<std::size_t>(n), 0);
+  progress_meter meter(o, n, plan.total_bytes, plan.shards.size(), t0);
   pack_progress& prog = meter.state();
   std::size_t threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
   threads = std::min(threads, plan.batches.size());
+  [[maybe_unused]] const auto label = [&](std::uint64_t r) {
+    return job.has_labels ? job.labels[r] : 0;
+  };
 
   std::vector<fs::path> written;  // removed if pack fails
   try {
-    d::batch_pipeline pipe(
-        plan.batches.size(), threads, 2 * threads + 2,
-        [&](std::size_t k, d::batch_data& b) { d::fill_batch(plan, paths, k, level, b); });
+    batch_pipeline pipe(plan.batches.size(), threads, 2 * threads + 2,
+                        [&](std::size_t k, batch_data& b) {
+                          fill_batch(plan, job.parts(), k, compressed ? job.codec : chunk_codec{},
+                                     b);
+                        });
     for (std::size_t si = 0; si < plan.shards.size(); ++si) {
-      const d::shard_plan& s = plan.shards[si];
-      const std::string name = d::shard_name(o.prefix, si, lmdb);
-      const fs::path tmp = out_dir / d::temp_name(name), final_path = out_dir / name;
+      const shard_plan& s = plan.shards[si];
+      const std::string name = shard_name(o.prefix, si, lmdb);
+      const fs::path tmp = out_dir / temp_name(name), final_path = out_dir / name;
       written.push_back(tmp);
 #if defined(GPUFEED_PACK_HDF5)
-      std::optional<d::hdf5_shard_writer> h5;
-      if (!lmdb) h5.emplace(tmp, s.bytes, s.chunk, level, d::meta_for(plan, s, inputs));
+      std::optional<hdf5_shard_writer> h5;
+      if (!lmdb) h5.emplace(tmp, s.bytes, s.chunk, job.codec, meta_for(plan, s, job), job.shape);
 #endif
 #if defined(GPUFEED_PACK_LMDB)
-      std::optional<d::lmdb_shard_writer> mdb;
+      std::optional<lmdb_shard_writer> mdb;
       if (lmdb) {
         std::vector<std::uint64_t> values;
         for (std::uint64_t r = s.first_record; r < s.first_record + s.records; ++r)
-          values.push_back(
-              d::lmdb_value_size(plan.sizes[r], res.lmdb_datum, inputs[r].label.value_or(0)));
-        mdb.emplace(tmp, d::lmdb_map_bound(values), res.lmdb_datum);
+          values.push_back(lmdb_value_size(plan.sizes[r], res.lmdb_datum, label(r)));
+        mdb.emplace(tmp, lmdb_map_bound(values), res.lmdb_datum);
       }
 #endif
       for (std::size_t k = s.first_batch; k < s.first_batch + s.batches; ++k) {
-        d::batch_data b = pipe.take(k);
-        const d::batch_plan& bp = plan.batches[k];
+        batch_data b = pipe.take(k);
+        const batch_plan& bp = plan.batches[k];
         for (std::uint64_t r = bp.first_record; r < bp.end_record; ++r) {
           const std::uint64_t lo = std::max(plan.offset[r], bp.begin);
           const std::uint64_t hi = std::min(plan.end_of(r), bp.end);
           const std::uint32_t piece = b.crc[r - bp.first_record];
-          crc[r] = lo == plan.offset[r] ? piece : d::crc32_join(crc[r], piece, hi - lo);
+          crc[r] = lo == plan.offset[r] ? piece : crc32_join(crc[r], piece, hi - lo);
 #if defined(GPUFEED_PACK_LMDB)
           if (mdb) {
-            if (lo == plan.offset[r])
-              mdb->begin_record(r, plan.sizes[r], inputs[r].label.value_or(0));
+            if (lo == plan.offset[r]) mdb->begin_record(r, plan.sizes[r], label(r));
             mdb->append(b.bytes.data() + (lo - bp.begin), hi - lo);
             if (hi == plan.end_of(r)) mdb->end_record();
           }
@@ -217,7 +256,7 @@ inline pack_result pack(const std::vector<pack_input>& inputs, const std::filesy
 #endif
       std::error_code ec;
       fs::rename(tmp, final_path, ec);
-      if (ec) d::throw_fs("cannot rename a finished shard to its final name", tmp, "rename", ec);
+      if (ec) throw_fs("cannot rename a finished shard to its final name", tmp, "rename", ec);
       written.back() = final_path;
       packed_shard info;
       info.file = final_path;
@@ -225,38 +264,38 @@ inline pack_result pack(const std::vector<pack_input>& inputs, const std::filesy
       info.records = s.records;
       info.bytes = s.bytes;
       for (std::uint64_t r = s.first_record; r < s.first_record + s.records; ++r)
-        info.crc32 = d::crc32_join(info.crc32, crc[r], plan.sizes[r]);
+        info.crc32 = crc32_join(info.crc32, crc[r], plan.sizes[r]);
       res.shards.push_back(final_path);
       res.shard_info.push_back(info);
       ++prog.shards_done;
     }
     meter.report(true);
   } catch (...) {
-    d::remove_quietly(written);
+    remove_quietly(written);
     throw;
   }
 
   if (o.verify) {
-    // Every record against the crc32 of its input file's bytes as read at pack time. On a
-    // mismatch the shards stay (for inspection) and no manifest is written.
+    // Every record against the crc32 of its input's bytes as read at pack time. On a mismatch
+    // the shards stay (for inspection) and no manifest is written.
     meter.start_verify();
     for (const packed_shard& s : res.shard_info) {
-      const d::read_back rb = d::read_shard(s.file, lmdb, res.lmdb_datum, res.labels, threads);
+      const read_back rb = read_shard(s.file, lmdb, res.lmdb_datum, res.labels, threads);
       if (rb.sizes.size() != s.records)
-        d::verify_fail("the shard holds " + std::to_string(rb.sizes.size()) + " records, " +
-                           std::to_string(s.records) + " were written",
-                       s.file);
+        verify_fail("the shard holds " + std::to_string(rb.sizes.size()) + " records, " +
+                        std::to_string(s.records) + " were written",
+                    s.file);
       for (std::uint64_t i = 0; i < s.records; ++i) {
         const std::uint64_t r = s.first_record + i;
         const auto at = static_cast<std::size_t>(i);
         if (rb.sizes[at] != plan.sizes[r] || rb.crcs[at] != crc[r])
-          d::verify_fail("record differs from its input file '" + inputs[r].path.string() + "' (" +
-                             std::to_string(rb.sizes[at]) + " bytes, crc32 " +
-                             d::hex32(rb.crcs[at]) + "; expected " + std::to_string(plan.sizes[r]) +
-                             " bytes, crc32 " + d::hex32(crc[r]) + ")",
-                         s.file, r);
-        if (res.labels && (rb.labels.size() <= at || rb.labels[at] != *inputs[r].label))
-          d::verify_fail("record's label differs from its input's", s.file, r);
+          verify_fail("record differs from its " + job.describe(r) + " (" +
+                          std::to_string(rb.sizes[at]) + " bytes, crc32 " + hex32(rb.crcs[at]) +
+                          "; expected " + std::to_string(plan.sizes[r]) + " bytes, crc32 " +
+                          hex32(crc[r]) + ")",
+                      s.file, r);
+        if (res.labels && (rb.labels.size() <= at || rb.labels[at] != job.labels[r]))
+          verify_fail("record's label differs from its input's", s.file, r);
       }
       prog.files_done += s.records;
       prog.bytes_done += s.bytes;
@@ -266,18 +305,24 @@ inline pack_result pack(const std::vector<pack_input>& inputs, const std::filesy
     meter.report(true);
   }
 
-  d::manifest_data m;
+  manifest_data m;
   m.format = to_string(o.format);
   m.version = version_string;
   m.prefix = o.prefix;
   m.records = res.records;
   m.bytes = res.bytes;
   m.shard_bytes = o.shard_bytes;
-  m.chunk_bytes = level > 0 ? o.chunk_bytes : 0;
-  m.deflate_level = level;
+  m.chunk_bytes = compressed ? job.chunk_bytes : 0;
+  m.deflate_level = compressed && job.codec.kind == codec_kind::deflate ? job.codec.level : 0;
+  m.compression = compressed ? to_string(pack_compression{job.codec.kind, job.codec.level})
+                             : "none";
   m.labels = res.labels;
   m.datum = res.lmdb_datum;
   m.label_names = o.label_names;
+  m.shuffled = o.shuffle;
+  m.seed = o.seed;
+  m.names = &job.names;
+  m.source = job.source_text;
   for (const packed_shard& s : res.shard_info) {
     // The largest record: what a reader of the manifest sizes its slots by without opening the
     // shard (hdf5_source's lazy open).
@@ -287,10 +332,50 @@ inline pack_result pack(const std::vector<pack_input>& inputs, const std::filesy
     m.shards.push_back(
         {s.file.filename().string(), s.records, s.bytes, s.first_record, s.crc32, max_record});
   }
-  d::write_file_atomically(out_dir, d::manifest_name, d::manifest_text(m));
-  res.manifest = out_dir / d::manifest_name;
+  write_file_atomically(out_dir, manifest_name, manifest_text(m));
+  res.manifest = out_dir / manifest_name;
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return res;
+}
+
+}  // namespace detail::pack
+
+inline namespace GPUFEED_PACK_FORMATS {
+
+inline pack_result pack(const std::vector<pack_input>& given, const std::filesystem::path& out_dir,
+                        const pack_options& o) {
+  namespace d = detail::pack;
+  const auto t0 = std::chrono::steady_clock::now();
+  d::check_options(given, o);
+  const std::uint64_t n = given.size();
+  d::pack_job job;
+  job.input_of = d::record_order(n, o.shuffle, o.seed);
+  // The inputs in record order; stat every file before out_dir is touched.
+  auto inputs = std::make_shared<std::vector<std::filesystem::path>>();
+  inputs->reserve(given.size());
+  job.has_labels = given.front().label.has_value();
+  for (const std::uint64_t i : job.input_of) {
+    const pack_input& in = given[i];
+    job.sizes.push_back(d::input_size(in.path));
+    inputs->push_back(in.path);
+    job.names.push_back(in.name);
+    if (job.has_labels) job.labels.push_back(*in.label);
+  }
+  job.codec = d::codec_of(o);
+  job.chunk_bytes = o.chunk_bytes;
+  // parts() reads job.sizes through the plan's copy: a reference to the files and their sizes.
+  job.parts = [inputs, &job] {
+    return d::read_part_fn([inputs, &job](std::uint64_t r, std::byte* dst, std::uint64_t len,
+                                          std::uint64_t from) {
+      const d::input_file f((*inputs)[r], job.sizes[r]);
+      if (len) f.read(dst, len, from, job.sizes[r]);
+    });
+  };
+  job.describe = [inputs](std::uint64_t r) {
+    return "input file '" + (*inputs)[r].string() + "'";
+  };
+  d::refuse_inputs_inside_output(*inputs, out_dir);
+  return d::run_job(job, out_dir, o, t0);
 }
 
 inline void verify_pack(const pack_result& result, std::size_t threads) {
@@ -318,3 +403,7 @@ inline void verify_pack(const pack_result& result, std::size_t threads) {
 }  // inline namespace GPUFEED_PACK_FORMATS
 
 }  // namespace gpufeed
+
+#if defined(GPUFEED_PACK_HDF5)
+#include "gpufeed/pack/detail/repack.hpp"
+#endif
