@@ -5,7 +5,8 @@
 // For each file (dataset "data"): the single-thread rate (one reader, records in order, so each
 // chunk is decoded once: this is the decode rate of those chunks, plus one copy), then the
 // loader's rate with N workers in sequential order on the same file, to host memory. Rates are
-// decoded bytes per second; each pass repeats over the file until S seconds have passed.
+// decoded bytes per second; each pass repeats over the file until S seconds have passed, and
+// starts with the source's shared decoded-chunk cache emptied, so every pass decodes.
 // Fixtures: tests/hdf5/make_codec_fixtures.py OUT_DIR SCALE writes one file per codec, SCALE
 // times the rows of the test files.
 #include <chrono>
@@ -30,6 +31,7 @@ double single_thread_gbs(const gpufeed::hdf5_source& src, double budget) {
   double bytes = 0;
   const auto t0 = clock_type::now();
   do {
+    src.drop_decoded_chunks();  // each pass decodes: the source's shared cache would serve it
     auto r = src.make_reader();
     for (std::uint64_t i = 0; i < src.size(); ++i) {
       r.read(i, buf);
@@ -43,6 +45,7 @@ double loader_gbs(const gpufeed::hdf5_source& src, std::size_t workers, double b
   double bytes = 0;
   const auto t0 = clock_type::now();
   do {
+    src.drop_decoded_chunks();  // each pass decodes: the source's shared cache would serve it
     gpufeed::loader_config c;
     c.batch_size = 256;
     c.order = gpufeed::sample_order::sequential;

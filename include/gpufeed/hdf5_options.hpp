@@ -28,6 +28,12 @@ struct hdf5_options {
   // automatic: blob when `dataset` is 1-D uint8 and an "offsets" dataset sits beside it
   // (record i = data[offsets[i] .. offsets[i+1])); otherwise fixed.
   layout_kind layout = layout_kind::automatic;
+  // Byte budget of the cache of decoded chunks that all readers of the source share (heap
+  // memory, never pinned). Unset (default): automatic, sized when a loader starts so that a
+  // block_shuffled window's decode units plus the prefetch look-ahead fit (at least 64 MiB, at
+  // most the decoded size of every chunk); with it each chunk is decoded at most once per
+  // epoch. A smaller budget holds: chunks are then decoded again (decode_stats shows how often).
+  std::optional<std::size_t> decode_cache_bytes;
   // When shards are opened (an open keeps a descriptor and builds the shard's index):
   //   lazy (default)  the first shard at construction (it fixes layout, dtype, row shape and
   //                   labels); every other one when a record of it is first used (read, size,

@@ -46,12 +46,23 @@
 // Costs. A compressed chunk is always decoded whole, its sizes checked against the chunk's and
 // its Adler-32 (deflate) and fletcher32 checked, so damage those detect is reported, never
 // delivered (LZ4, Zstd frames without a checksum, Blosc and Bitshuffle carry no checksum of the
-// data: a flipped literal there decodes to other bytes, as it does in HDF5); reading one record of a chunk of R rows
-// at random therefore inflates R rows. Prefer chunks of one or a few records for shuffled
-// access. make_reader() gives each worker thread a reader that keeps its decoder state, scratch
-// buffers and a cache of decoded chunks (enough for every chunk one record touches, within
-// 64 MiB); read() is thread-safe but starts from nothing each call. Blob offsets and labels are
-// held in memory (8 bytes per record each); chunk extents take 24 bytes per chunk.
+// data: a flipped literal there decodes to other bytes, as it does in HDF5). Decoded chunks go
+// to one cache shared by every reader of the source (every worker of every loader on it):
+// a chunk one worker is decoding is waited for by the others, not decoded twice. Its byte
+// budget is hdf5_options::decode_cache_bytes, or automatic: sized when a loader starts
+// (plan_reads) to hold a block_shuffled window's decode units plus the prefetch look-ahead, at
+// least 64 MiB. Its eviction rule (detail/hdf5/shared_chunk_cache.hpp) then decodes each chunk
+// at most once per epoch per rank; decode_stats() counts chunks decoded, decoded against
+// delivered bytes and the cache's peak. Heap memory, never pinned; it keeps up to its budget
+// for the source's life (drop_decoded_chunks() frees what no reader holds). Reading records of
+// a chunk of R rows in full random order still inflates R rows per record unless the budget
+// holds the whole data: prefer sample_order::block_shuffled, or chunks of one or a few records.
+// Blob offsets and labels are held in memory (8 bytes per record each); chunk extents take 24
+// bytes per chunk.
+//
+// Read-ahead: will_need(first, count) advises the kernel (posix_fadvise WILLNEED) of the file
+// extents those records will read — the contiguous bytes, or every chunk of the bands covering
+// them — so reads of data not in the page cache become whole-extent reads started early.
 //
 // Errors (each names the shard file, and the record where there is one; with lazy opening a
 // shard's open errors come from the call that first uses it, and again from each later use):
@@ -76,16 +87,21 @@
 #include <utility>
 #include <vector>
 
+#include "gpufeed/decode_stats.hpp"
+#include "gpufeed/detail/hdf5/cache_budget.hpp"
 #include "gpufeed/detail/hdf5/open_shard.hpp"
+#include "gpufeed/detail/hdf5/read_ahead.hpp"
 #include "gpufeed/detail/hdf5/record_reader.hpp"
 #include "gpufeed/detail/hdf5/source_state.hpp"
 #include "gpufeed/detail/shard_paths.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/hdf5_options.hpp"
+#include "gpufeed/source.hpp"
 
 namespace gpufeed {
 
-// Models gpufeed::source, labeled_source, fixed_size_aware_source and reader_source. Move-only;
+// Models gpufeed::source, labeled_source, fixed_size_aware_source, reader_source,
+// decode_unit_source, read_planning_source, read_ahead_source and decode_stats_source. Move-only;
 // readers refer to the source, which must outlive them.
 class hdf5_source {
  public:
@@ -161,8 +177,9 @@ class hdf5_source {
 
   class reader;
 
-  // Thread-safe. Writes record_size(i) bytes to dst. Decoding state is per call here; readers
-  // from make_reader() keep a decoded-chunk cache and are the fast path for compressed shards.
+  // Thread-safe. Writes record_size(i) bytes to dst. Decoder state is per call here (chunks
+  // still come from the shared cache); readers from make_reader() keep theirs and are the fast
+  // path for compressed shards.
   void read(std::uint64_t i, std::span<std::byte> dst) const;
 
   // True when labels were read: hdf5_options::label_dataset says which dataset (by default the
@@ -185,6 +202,37 @@ class hdf5_source {
   }
 
   [[nodiscard]] reader make_reader() const;
+
+  // Models read_planning_source: a loader's plan raises the automatic cache budget to what its
+  // window and look-ahead need (detail/hdf5/cache_budget.hpp); the budget never shrinks, so
+  // loaders sharing the source get the largest. No effect with an explicit decode_cache_bytes.
+  void plan_reads(const read_plan& p) const {
+    if (!state().explicit_budget)
+      state_->cache->raise_budget(detail::hdf5::automatic_cache_budget(state_->units, p));
+  }
+
+  // Models read_ahead_source: advises the extents records [first, first + count) read (clipped
+  // to the source); see "Read-ahead" above. Shards not opened yet are not advised (opening
+  // is I/O; their first read opens them).
+  void will_need(std::uint64_t first, std::uint64_t count) const noexcept {
+    if (!state_ || first >= size()) return;
+    const std::uint64_t end = size() - first < count ? size() : first + count;
+    for (std::size_t k = state_->locate(first); k < state_->shard_count(); ++k) {
+      const std::uint64_t lo = state_->first[k], hi = state_->first[k + 1];
+      if (lo >= end) break;
+      if (!state_->is_open(k)) continue;
+      detail::hdf5::advise_records(state_->shard(k), std::max(first, lo) - lo,
+                                   std::min(end, hi) - lo);
+    }
+  }
+
+  // Models decode_stats_source: counters since the source was opened, over all its readers.
+  [[nodiscard]] ::gpufeed::decode_stats decode_stats() const { return state().cache->stats(); }
+
+  // Frees the decoded chunks no reader is using (the budget is kept).
+  void drop_decoded_chunks() const noexcept {
+    if (state_) state_->cache->drop_unused();
+  }
 
   // Every shard, in record order. Opens any shard not opened yet (so it may throw that shard's
   // open error): describing a shard takes opening it. shard_info(k) does not open.
@@ -241,7 +289,8 @@ class hdf5_source {
   mutable std::vector<hdf5_shard_info> info_;
 };
 
-// Per-thread reader: holds the decoded-chunk cache and scratch buffers. Not thread-safe itself;
+// Per-thread reader: decoder state and scratch buffers (decoded chunks live in the source's
+// shared cache). Not thread-safe itself;
 // one per worker thread. Movable.
 class hdf5_source::reader {
  public:
@@ -259,24 +308,19 @@ class hdf5_source::reader {
                              std::to_string(i) + " needs " + std::to_string(need),
                          std::move(ctx));
     }
-    if (const std::size_t want = detail::hdf5::cache_capacity_for(s); want > capacity_) {
-      impl_ = detail::hdf5::record_reader(want);  // a shard whose records touch more chunks
-      capacity_ = want;
-    }
     impl_.read(s, state_->key_base[k], local, i, dst);
   }
 
-  // Drops decoded chunks and scratch when they hold more than 16 MiB (kept otherwise: the next
-  // batch may reuse them).
+  // Drops this reader's scratch buffers when they hold more than 16 MiB (the shared cache of
+  // decoded chunks stays: the next batch may reuse it).
   void idle() noexcept { impl_.release(std::size_t{16} << 20); }
 
  private:
   friend class hdf5_source;
   explicit reader(const detail::hdf5::source_state* state)
-      : state_(state), capacity_(state->cache_capacity), impl_(capacity_) {}
+      : state_(state), impl_(*state->cache) {}
 
   const detail::hdf5::source_state* state_;
-  std::size_t capacity_;
   detail::hdf5::record_reader impl_;
 };
 

@@ -61,6 +61,7 @@
 #include <vector>
 
 #include "gpufeed/detail/lmdb/catalog.hpp"
+#include "gpufeed/detail/lmdb/read_ahead.hpp"
 #include "gpufeed/detail/lmdb/reading.hpp"
 #include "gpufeed/detail/shard_paths.hpp"
 #include "gpufeed/error.hpp"
@@ -165,6 +166,12 @@ class lmdb_source {
   }
 
   // The record's LMDB key (valid as long as the source).
+  // Models read_ahead_source: madvise(MADV_WILLNEED) over the mapped pages holding the values of
+  // records [first, first + count) (clipped), neighbouring pages merged; advice only.
+  void will_need(std::uint64_t first, std::uint64_t count) const noexcept {
+    if (state_) detail::lmdb::advise_records(state_->records, first, count);
+  }
+
   [[nodiscard]] std::span<const std::byte> key(std::uint64_t i) const {
     detail::lmdb::check_index(state_->records, i);
     return state_->records.key(i);

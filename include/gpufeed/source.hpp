@@ -34,6 +34,16 @@
 //                                          it picks task sizes itself in sequential order, so a
 //                                          chunk is decoded once, not once per task that touches
 //                                          it; block_shuffled order never splits them.
+//   s.plan_reads(const read_plan&)        told once by each loader, before its workers start, how
+//                                          it will read (window, look-ahead, workers), so the
+//                                          source can size what it keeps (hdf5_source: the
+//                                          decoded-chunk cache budget). Const and thread-safe.
+//   s.will_need(first, count)             advice: records [first, first + count) will be read
+//                                          soon; start fetching them (posix_fadvise / madvise
+//                                          WILLNEED). noexcept, cheap, never blocks on I/O; a
+//                                          range past the end is clipped.
+//   s.decode_stats() -> gpufeed::decode_stats   cumulative decode counters (decode_stats.hpp);
+//                                          the loader reports them in loader_stats::decode.
 #pragma once
 
 #include <concepts>
@@ -43,6 +53,17 @@
 #include <utility>
 
 namespace gpufeed {
+
+// What a loader tells its source about the reads to come (plan_reads).
+struct read_plan {
+  // Shuffle window of a locality-aware order: decode units whose records are shuffled together,
+  // and those units' records. 0 when the order has no window (sequential, shuffled).
+  std::uint64_t window_units = 0;
+  std::uint64_t window_records = 0;
+  // Records the planner may have in flight ahead of the consumer (prefetch x batch_size).
+  std::uint64_t lookahead_records = 0;
+  std::size_t workers = 0;
+};
 
 template <class S>
 concept source = requires(const S& s, std::uint64_t i, std::span<std::byte> dst) {
@@ -78,6 +99,31 @@ template <class S>
 concept decode_unit_source = source<S> && requires(const S& s, std::uint64_t i) {
   { s.decode_unit(i) } -> std::convertible_to<std::uint64_t>;
 };
+
+template <class S>
+concept read_planning_source = source<S> && requires(const S& s, const read_plan& p) {
+  s.plan_reads(p);
+};
+
+template <class S>
+concept read_ahead_source = source<S> && requires(const S& s, std::uint64_t i) {
+  { s.will_need(i, i) } noexcept;
+};
+
+template <class S>
+concept decode_stats_source = source<S> && requires(const S& s) { s.decode_stats(); };
+
+// Passes the plan to sources that take one.
+template <source S>
+void plan_reads(const S& s, const read_plan& p) {
+  if constexpr (read_planning_source<S>) s.plan_reads(p);
+}
+
+// Advises sources that take advice; a no-op for the others.
+template <source S>
+void will_need(const S& s, std::uint64_t first, std::uint64_t count) noexcept {
+  if constexpr (read_ahead_source<S>) s.will_need(first, count);
+}
 
 // The per-thread reader the loader's workers use: the source's own reader when it has one,
 // otherwise a thin view that forwards to the (thread-safe) source.

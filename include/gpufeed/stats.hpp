@@ -8,10 +8,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "gpufeed/batch.hpp"
+#include "gpufeed/decode_stats.hpp"
 #include "gpufeed/numa.hpp"
 #include "gpufeed/target.hpp"
 
@@ -24,7 +26,8 @@ struct worker_stats {
   double read_cpu_seconds = 0;  // CPU time of the worker thread (its reads, plus the small
                                 // hand-off work around them; Linux schedstat)
   double runqueue_seconds = 0;  // runnable but waiting for a core (whole thread; Linux schedstat)
-  double idle_seconds = 0;  // waiting for work (the pipeline ahead of it was full)
+  double idle_seconds = 0;  // waiting for work (the pipeline ahead of it was full), counted from
+                            // the consumer's first request
 };
 
 struct loader_stats {
@@ -55,6 +58,10 @@ struct loader_stats {
   std::uint64_t order_units = 0;
   std::size_t shuffle_window = 0;
   std::uint64_t trace_events_dropped = 0;  // timeline events past the per-track capacity
+  // The source's decode counters over this loader's life (sources that report them:
+  // decode_stats_source, e.g. hdf5_source; nullopt for the others). A source shared by several
+  // loaders counts all their reads; peak and budget are the source's.
+  std::optional<decode_stats> decode;
   numa_stats numa;                     // where the slots and threads were placed, and checked
 
   [[nodiscard]] double records_per_second() const noexcept {

@@ -10,11 +10,26 @@
 //             stream close to the elapsed time) while workers had slack — or copies ran >= 90 %
 //             of the time, when the link is the ceiling whatever the workers do.
 //   storage   the consumer waited, workers were busy, but mostly blocked in I/O: their reads took
-//             far more wall time than CPU time (data not in the page cache, slow disk).
-//   decode    the consumer waited, workers were busy on the CPU (decompression, parsing): more
-//             workers (if cores are free) or uncompressed shards help.
+//             far more wall time than CPU time (data not in the page cache, slow disk). In full
+//             random order with small records this is random reads: the locality-aware order
+//             (sample_order::block_shuffled) reads whole units with read-ahead.
+//   decode    the consumer waited, workers were busy on the CPU (decompression, parsing, memcpy
+//             from the page cache): more workers (if cores are free) or uncompressed shards help.
+//             When the source reports decode_stats and each record inflated many rows of chunk
+//             data (amplification), the cure is the locality-aware order or a repack instead.
 //   pipeline  the consumer waited but no stage is saturated: prefetch depth or batch structure
 //             limits overlap (e.g. too few records per batch for the workers).
+// Workers count as saturated when busy >= 85 % of the time, or >= 60 % while the planner was
+// blocked waiting for slots >= 50 % of the run (the slots held batches workers had not
+// finished). One threshold (75 % busy) used to split decode from pipeline, and the busy figure
+// counted the workers' wait while the consumer started up (which varies from run to run), so
+// runs of the same uncompressed data landed on either side; now idle time counts only from the
+// consumer's first request, and inside the 60-85 % band a second, independent figure decides.
+// Percentages of the workers' time are shares of max(read time, CPU + run-queue time): the
+// scheduler's figures cover the whole thread (hand-off work between reads too), so they are
+// never shown above 100 % or beside a contradicting share. Copy time is summed over streams and
+// each copy's timing includes waiting for the copy engine behind another stream's copy, so the
+// sum can pass the wall time: it is reported as such, and read as "busy all the time" (capped).
 // Thresholds are stated in the code below; the evidence lists the figures each verdict used.
 #pragma once
 
@@ -68,6 +83,44 @@ inline std::string fmt(const char* f, double a, double b) {
 }
 }  // namespace detail
 
+namespace detail {
+// "1 worker", "14 workers".
+inline std::string count_of(double n, const char* what) {
+  return fmt("%.0f ", n) + what + (n == 1 ? "" : "s");
+}
+
+// Decode amplification worth naming: each delivered byte inflated at least this many.
+inline constexpr double amplification_worth_naming = 2.0;
+
+// The decode-stage sentence and advice when the source reports decode_stats.
+inline void explain_decode(const loader_stats& s, verdict& v) {
+  const decode_stats& d = *s.decode;
+  if (d.chunks_decoded == 0) {
+    v.summary += " No chunk was decompressed: the CPU time is copying records (page cache).";
+    return;
+  }
+  const double amp = d.amplification();
+  if (amp < amplification_worth_naming) return;
+  const double rec_rows = amp;  // decoded bytes per delivered byte = rows per record's row
+  v.summary += fmt(" Decode amplification: each record inflated %.0f rows of chunk data "
+                   "(%.3f GB decoded", rec_rows, static_cast<double>(d.decoded_bytes) / 1e9) +
+               fmt(" for %.3f GB delivered).", static_cast<double>(d.delivered_bytes) / 1e9);
+  std::string fix;
+  if (s.order == "shuffled")
+    fix = "use sample_order::block_shuffled: records of a window of decode units are shuffled "
+          "together and each chunk is decoded once per epoch";
+  else if (d.uncached_decodes > 0 || d.cache_peak_bytes >= d.cache_budget_bytes)
+    fix = fmt("raise hdf5_options::decode_cache_bytes (budget %.0f MiB, ",
+              static_cast<double>(d.cache_budget_bytes) / 1048576.0) +
+          fmt("%.0f decodes found no room): chunks are decoded again when the window does not fit",
+              static_cast<double>(d.uncached_decodes));
+  if (!fix.empty()) fix += ", or ";
+  fix += "repack into chunks of a few records: `gpufeed pack --from FILE.h5 --dataset NAME "
+         "--compress lz4`";
+  v.suggestion = fix;
+}
+}  // namespace detail
+
 // cores: CPU cores available to the process (0 = unknown), used to tell whether adding workers
 // can help.
 inline verdict diagnose(const loader_stats& s, unsigned cores = 0) {
@@ -86,45 +139,69 @@ inline verdict diagnose(const loader_stats& s, unsigned cores = 0) {
     runq += w.runqueue_seconds;
     idle += w.idle_seconds;
   }
-  // Worker utilisation: reading against reading + waiting for work (start-up excluded).
+  // Worker utilisation: reading against reading + waiting for work (from the consumer's first
+  // request on).
   const double busy = read + idle > 0 ? read / (read + idle) : 0.0;
-  // Read time splits into CPU, waiting for a core (oversubscribed machine) and waiting for I/O.
-  // The run-queue figure covers the whole thread; nearly all of it falls inside reads, where
-  // workers spend their runnable time.
-  const double io_share = read > 0 ? std::clamp((read - read_cpu - runq) / read, 0.0, 1.0) : 0;
-  const double cpu_share = read > 0 ? read_cpu / read : 0;
-  const double runq_share = read > 0 ? std::min(runq / read, 1.0) : 0;
+  // The workers' active time splits into CPU, waiting for a core (oversubscribed machine) and
+  // waiting for I/O. The scheduler's figures cover the whole thread, so they are taken against
+  // max(read, CPU + run queue): the three shares add up to 100 %.
+  const double active = std::max(read, read_cpu + runq);
+  const double cpu_share = active > 0 ? read_cpu / active : 0;
+  const double runq_share = active > 0 ? runq / active : 0;
+  const double io_share = active > 0 ? std::max(0.0, read - read_cpu - runq) / active : 0;
   const double stall = s.stall_fraction();
   const double streams = static_cast<double>(std::max<std::size_t>(1, s.streams));
-  const double copy_busy = s.transfer.timed_copies
-                               ? s.transfer.copy_seconds *
-                                     (static_cast<double>(s.transfer.copies) /
-                                      static_cast<double>(s.transfer.timed_copies)) /
-                                     elapsed
-                               : 0.0;
+  const double copy_sum = s.transfer.timed_copies
+                              ? s.transfer.copy_seconds *
+                                    (static_cast<double>(s.transfer.copies) /
+                                     static_cast<double>(s.transfer.timed_copies)) /
+                                    elapsed
+                              : 0.0;
+  // Copy time summed over streams can pass the wall time (see the top): busy at most 100 %.
+  const double copy_busy = std::min(copy_sum, 1.0);
+  const double planner_blocked = std::min(s.planner_wait_seconds / elapsed, 1.0);
   v.evidence.push_back(fmt("delivered %.3f GB/s, %.0f records/s", s.gb_per_second(),
                            s.records_per_second()));
   v.evidence.push_back(fmt("consumer waited for data %.1f %% of its time", 100 * stall));
-  v.evidence.push_back(fmt("workers busy reading %.1f %% of the time (%.0f workers)", 100 * busy,
-                           workers));
-  v.evidence.push_back(fmt("read time: %.1f %% on a CPU, %.1f %% waiting for I/O", 100 * cpu_share,
-                           100 * io_share));
+  v.evidence.push_back(fmt("workers busy reading %.1f %% of the time (", 100 * busy) +
+                       detail::count_of(workers, "worker") + ")");
+  v.evidence.push_back(fmt("worker time: %.1f %% on a CPU, ", 100 * cpu_share) +
+                       fmt("%.1f %% waiting for a free core, ", 100 * runq_share) +
+                       fmt("%.1f %% waiting for I/O", 100 * io_share));
   if (runq_share > 0.05)
-    v.evidence.push_back(fmt("workers waited %.1f %% of their read time for a free core: more "
-                             "runnable threads than cores",
-                             100 * runq_share));
-  if (s.transfer.copies)
-    v.evidence.push_back(fmt("copy engine busy %.1f %% of the time over %.0f streams",
-                             100 * copy_busy, streams));
+    v.evidence.push_back(std::string(workers > 1 ? "workers" : "the worker") +
+                         " waited for a free core: more runnable threads than cores");
+  v.evidence.push_back(fmt("planner blocked waiting for a free slot %.1f %% of the time",
+                           100 * planner_blocked));
+  if (s.transfer.copies) {
+    if (copy_sum > 1.0)
+      v.evidence.push_back(std::string("copy engine busy all the time: copy time summed over ") +
+                           detail::count_of(streams, "stream") +
+                           fmt(" is %.0f %% of wall time (copies queued behind another stream's "
+                               "copy are timed while they wait)",
+                               100 * copy_sum));
+    else
+      v.evidence.push_back(fmt("copy engine busy %.1f %% of the time over ", 100 * copy_busy) +
+                           detail::count_of(streams, "stream"));
+  }
   v.evidence.push_back(fmt("ready batches when the consumer asked: %.2f of %.0f", s.ready_queue_mean,
                            static_cast<double>(s.ready_queue_capacity)));
+  if (s.decode && s.decode->chunks_decoded)
+    v.evidence.push_back(
+        fmt("decoded %.0f chunks: ", static_cast<double>(s.decode->chunks_decoded)) +
+        fmt("%.3f GB for %.3f GB of records ", static_cast<double>(s.decode->decoded_bytes) / 1e9,
+            static_cast<double>(s.decode->delivered_bytes) / 1e9) +
+        fmt("(%.1f x); cache peak %.0f MiB", s.decode->amplification(),
+            static_cast<double>(s.decode->cache_peak_bytes) / 1048576.0) +
+        fmt(" of a %.0f MiB budget", static_cast<double>(s.decode->cache_budget_bytes) / 1048576.0));
 
   if (stall < 0.10) {
     v.stage = bottleneck::consumer;
     v.summary = "The consumer (your GPU step) bounds throughput: data was ready when it asked. "
                 "This is the good case.";
-    v.suggestion = "nothing to fix in loading; speed up the step itself, or use fewer workers to "
-                   "free CPU for other work";
+    v.suggestion = workers > 1 ? "nothing to fix in loading; speed up the step itself, or use "
+                                 "fewer workers to free CPU for other work"
+                               : "nothing to fix in loading; speed up the step itself";
     return v;
   }
   // Copies running nearly all the time (>= 90 %) mean the link is the ceiling even when workers
@@ -136,8 +213,11 @@ inline verdict diagnose(const loader_stats& s, unsigned cores = 0) {
     const double rate = s.transfer.copy_seconds > 0
                             ? static_cast<double>(s.transfer.bytes) / s.transfer.copy_seconds / 1e9
                             : 0.0;
-    v.summary = fmt("Host-to-device copies bound throughput: the copy engine ran %.0f %% of the "
-                    "time at %.3f GB/s.", 100 * copy_busy, rate);
+    v.summary = copy_sum > 1.0
+                    ? fmt("Host-to-device copies bound throughput: the copy engine was busy all "
+                          "the time, at %.3f GB/s per copy.", rate)
+                    : fmt("Host-to-device copies bound throughput: the copy engine ran %.0f %% of "
+                          "the time at %.3f GB/s.", 100 * copy_busy, rate);
     if (busy >= 0.8)
       v.summary += fmt(" Workers are busy too (%.0f %%), but more of them cannot push data past "
                        "the link.", 100 * busy);
@@ -145,32 +225,52 @@ inline verdict diagnose(const loader_stats& s, unsigned cores = 0) {
                    "batches (copies under 1 MiB are slow), check the PCIe link with gpufeed doctor";
     return v;
   }
-  if (busy > 0.75) {
+  const bool saturated = busy >= 0.85 || (busy >= 0.6 && planner_blocked >= 0.5);
+  if (saturated) {
     // Reads from the page cache are memcpy: nearly all CPU. Reads that wait on a device are
     // mostly I/O wait. Time spent waiting for a core counts as neither.
     if (io_share > 0.5) {
       v.stage = bottleneck::storage;
-      const double rate = read > 0 ? static_cast<double>(s.bytes) / elapsed / 1e9 : 0.0;
+      const double rate = static_cast<double>(s.bytes) / elapsed / 1e9;
       v.summary = fmt("Storage bounds throughput: workers spend most of each read waiting for "
-                      "I/O (%.0f %% of read time); storage delivers %.3f GB/s.",
+                      "I/O (%.0f %% of their time); storage delivers %.3f GB/s.",
                       100 * io_share, rate);
-      v.suggestion = "the data is probably not in the page cache: put the shards on faster "
-                     "storage or in RAM (tmpfs), pack small files into larger shards, or add "
-                     "workers to keep more I/O in flight";
+      const double record_kib =
+          s.records ? static_cast<double>(s.bytes) / static_cast<double>(s.records) / 1024 : 0;
+      if (s.order == "shuffled" && record_kib > 0 && record_kib < 1024) {
+        v.summary += fmt(" In full random order these are random reads of %.0f KiB, far below "
+                         "a device's sequential rate.", record_kib);
+        v.suggestion = "the data is probably not in the page cache: use "
+                       "sample_order::block_shuffled, which reads whole storage blocks and "
+                       "decode units, advised ahead of the window (posix_fadvise), at the "
+                       "device's sequential rate; or put the shards in RAM (tmpfs)";
+      } else {
+        v.suggestion = "the data is probably not in the page cache: put the shards on faster "
+                       "storage or in RAM (tmpfs), pack small files into larger shards, or add "
+                       "workers to keep more I/O in flight";
+      }
     } else {
       v.stage = bottleneck::decode;
-      v.summary = fmt("CPU work in the workers bounds throughput (decompression, parsing): "
-                      "workers are busy %.0f %% of the time, %.0f %% of it on a CPU.",
+      v.summary = fmt(workers > 1 ? "CPU work in the workers bounds throughput (decompression, "
+                                    "parsing): workers are busy %.0f %% of the time, %.0f %% of "
+                                    "it on a CPU."
+                                  : "CPU work in the worker bounds throughput (decompression, "
+                                    "parsing): the worker is busy %.0f %% of the time, %.0f %% "
+                                    "of it on a CPU.",
                       100 * busy, 100 * cpu_share);
       if (runq_share > 0.25)
-        v.suggestion = "the machine has fewer free cores than runnable threads: use fewer "
-                       "workers or free cores (other processes compete for them)";
+        v.suggestion = workers > 1
+                           ? "the machine has fewer free cores than runnable threads: use fewer "
+                             "workers or free cores (other processes compete for them)"
+                           : "the worker waits for a core: free cores (other processes compete "
+                             "for them) before adding workers";
       else if (cores && static_cast<double>(cores) > workers)
-        v.suggestion = fmt("raise workers: %.0f run on %.0f cores", workers,
-                           static_cast<double>(cores));
+        v.suggestion = "raise workers: " + detail::count_of(workers, "worker") + " run on " +
+                       detail::count_of(static_cast<double>(cores), "core");
       else
         v.suggestion = "every core is already reading: store shards uncompressed or with a "
                        "cheaper filter, or move decoding to the GPU";
+      if (s.decode) detail::explain_decode(s, v);
     }
     return v;
   }

@@ -20,12 +20,15 @@
 
 #include "gpufeed/hdf5_source.hpp"
 #include "gpufeed/loader.hpp"
+#include "chunk_rewrite.hpp"
 #include "h5_writer.hpp"
 #include "hdf5_test_util.hpp"
 #include "test_util.hpp"
 
 using namespace gpufeed;
 namespace fs = std::filesystem;
+
+using gpufeed::test::rewrite_filtered_chunk;
 
 namespace {
 
@@ -101,36 +104,6 @@ void check_epoch(const hdf5_source& src, const std::vector<std::vector<std::byte
   std::vector<std::uint64_t> all(want.size());
   std::iota(all.begin(), all.end(), 0);
   CHECK(seen == all);
-}
-
-// Replaces the stored bytes of the first chunk of "data" that every filter was applied to (an
-// optional filter skips a chunk it cannot shrink) with edit(bytes), keeping its filter mask.
-// Returns the first record (row) that chunk holds.
-template <class Edit>
-std::uint64_t rewrite_filtered_chunk(const fs::path& path, Edit edit) {
-  using gpufeed::test::h5_check;
-  using gpufeed::test::h5_id;
-  h5_id f(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose, "H5Fopen");
-  h5_id d(H5Dopen2(f, "data", H5P_DEFAULT), H5Dclose, "H5Dopen2");
-  h5_id space(H5Dget_space(d), H5Sclose, "H5Dget_space");
-  hsize_t chunks = 0;
-  h5_check(H5Dget_num_chunks(d, space, &chunks), "H5Dget_num_chunks");
-  for (hsize_t k = 0; k < chunks; ++k) {
-    hsize_t origin[2] = {0, 0}, stored = 0;
-    unsigned mask = 0;
-    haddr_t addr = 0;
-    h5_check(H5Dget_chunk_info(d, space, k, origin, &mask, &addr, &stored), "H5Dget_chunk_info");
-    if (mask != 0) continue;
-    std::vector<unsigned char> bytes(stored);
-    std::uint32_t read_mask = 0;
-    h5_check(H5Dread_chunk(d, H5P_DEFAULT, origin, &read_mask, bytes.data()), "H5Dread_chunk");
-    edit(bytes);
-    h5_check(H5Dwrite_chunk(d, H5P_DEFAULT, mask, origin, bytes.size(), bytes.data()),
-             "H5Dwrite_chunk");
-    return origin[0];
-  }
-  FAIL("no chunk of " << path << " went through every filter");
-  return 0;
 }
 
 // Where a flipped byte is certain to be caught: a size field of the codec's header, or anywhere

@@ -14,6 +14,7 @@
 
 #include "gpufeed/hdf5_source.hpp"
 #include "gpufeed/loader.hpp"
+#include "decode_counter.hpp"
 #include "h5_writer.hpp"
 #include "hdf5_test_util.hpp"
 #include "sequential_check.hpp"
@@ -98,29 +99,7 @@ std::uint64_t epoch_tasks(const hdf5_source& src, const three_shards& d, loader_
   return tasks;
 }
 
-// Counts chunk decodes per (file, chunk address) while alive, through the record reader's
-// observation point.
-class decode_counter {
- public:
-  decode_counter() { detail::hdf5::chunk_decode_observer.store(&observe); }
-  ~decode_counter() { detail::hdf5::chunk_decode_observer.store(nullptr); }
-  decode_counter(const decode_counter&) = delete;
-  decode_counter& operator=(const decode_counter&) = delete;
-
-  static std::map<std::pair<std::string, std::uint64_t>, unsigned> take() {
-    std::lock_guard lock(mutex_);
-    return std::exchange(counts_, {});
-  }
-
- private:
-  static void observe(const detail::hdf5::shard_index& s,
-                      const detail::hdf5::chunk_entry& c) noexcept {
-    std::lock_guard lock(mutex_);
-    ++counts_[{s.path, c.address}];
-  }
-  static inline std::mutex mutex_;
-  static inline std::map<std::pair<std::string, std::uint64_t>, unsigned> counts_;
-};
+using gpufeed::test::decode_counter;
 
 // three_shards' compressed chunks: shard 0 has 7 (100 rows each), shard 2 has 8 x 2 (64 rows,
 // two chunks across a row).
@@ -198,12 +177,10 @@ TEST_CASE("sequential loader: tasks end at chunk boundaries, every byte delivere
 
 TEST_CASE("sequential loader, automatic tasks: each compressed chunk is decoded once per epoch") {
   three_shards d;
-  hdf5_source src(d.paths);
   for (std::size_t workers : {2, 3, 4}) {
-    // One batch holds the epoch, so no chunk straddles two batches: every chunk's rows are in
-    // one worker task, and a fresh loader's readers have nothing cached. A chunk cut across two
-    // tasks is decoded twice whenever the two tasks run on different workers.
+    // One batch holds the epoch. A fresh source each run: its shared cache starts empty.
     for (int run = 0; run < 3; ++run) {
+      hdf5_source src(d.paths);
       loader_config c = sequential(2048);
       c.workers = workers;
       const decode_counter counter;
@@ -221,10 +198,12 @@ TEST_CASE("sequential loader, automatic tasks: each compressed chunk is decoded 
                                            << " chunks decoded more than once");
     }
   }
-  // Batches of 256: a chunk inside one batch is decoded once; one straddling two batches (rows
-  // 200..299, 500..599; shard 2's chunks at 1000..1063 and 1256..1319, two each) at most once
-  // per batch touching it.
+  // Batches of 256: chunks straddling two batches (rows 200..299, 500..599; shard 2's chunks at
+  // 1000..1063 and 1256..1319, two each) are read by two tasks, often on two workers. With
+  // per-worker caches they were decoded once per worker that read them (up to 2); the shared
+  // cache decodes each exactly once.
   for (int run = 0; run < 3; ++run) {
+    hdf5_source src(d.paths);
     const decode_counter counter;
     {
       loader_config c = sequential(256);
@@ -232,15 +211,14 @@ TEST_CASE("sequential loader, automatic tasks: each compressed chunk is decoded 
       loader<hdf5_source> l(src, c);
       std::vector<std::uint64_t> seen;
       drain(l, d, seen);
+      const auto ds = l.stats().decode;
+      REQUIRE(ds.has_value());
+      CHECK(ds->chunks_decoded == compressed_chunks);
+      CHECK(ds->cache_peak_bytes <= ds->cache_budget_bytes);
     }
     const auto counts = decode_counter::take();
     CHECK(counts.size() == compressed_chunks);
-    unsigned decodes = 0;
-    for (const auto& [chunk, n] : counts) {
-      CHECK(n <= 2);
-      decodes += n;
-    }
-    CHECK(decodes <= compressed_chunks + 6);
+    for (const auto& [chunk, n] : counts) CHECK(n == 1);
   }
 }
 

@@ -1,23 +1,23 @@
 // gpufeed — the hot path: reading one record of an indexed shard with pread, decoding filtered
-// chunks in the calling thread, and a small per-reader cache of decoded chunks.
+// chunks in the calling thread, through the source's shared cache of decoded chunks
+// (shared_chunk_cache.hpp).
 //
 // No HDF5 call happens here except for fallback shards. Bytes land in the caller's buffer
 // directly when they can (contiguous data; an unfiltered chunk part that is one run; a chunk
 // that is exactly one run of the record decodes straight into it); otherwise the chunk is
-// decoded once into the cache and the record's runs are copied out, so consecutive records of
-// one compressed chunk cost one decode.
+// decoded once into the shared cache and the record's runs are copied out, so all the records
+// of one compressed chunk cost one decode, whichever worker reads them.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "gpufeed/detail/byte_buffer.hpp"
@@ -25,79 +25,10 @@
 #include "gpufeed/detail/hdf5/filters.hpp"
 #include "gpufeed/detail/hdf5/geometry.hpp"
 #include "gpufeed/detail/hdf5/shard.hpp"
+#include "gpufeed/detail/hdf5/shared_chunk_cache.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail::hdf5 {
-
-// Least-recently-used decoded chunks, keyed by a source-wide chunk number.
-class chunk_cache {
- public:
-  static constexpr std::uint64_t no_key = std::numeric_limits<std::uint64_t>::max();
-
-  explicit chunk_cache(std::size_t capacity = 1) : capacity_(capacity ? capacity : 1) {}
-
-  // The decoded bytes of chunk `key`, or nullptr.
-  const std::byte* find(std::uint64_t key) {
-    if (capacity_ > linear_limit) {
-      auto it = map_.find(key);
-      if (it == map_.end()) return nullptr;
-      slot& sl = slots_[it->second];
-      sl.used = ++tick_;
-      return sl.bytes.data();
-    }
-    for (slot& sl : slots_)
-      if (sl.key == key) {
-        sl.used = ++tick_;
-        return sl.bytes.data();
-      }
-    return nullptr;
-  }
-
-  // A slot to decode into (evicting the least recently used); it holds no key until commit().
-  std::size_t acquire() {
-    std::size_t victim = slots_.size();
-    if (slots_.size() < capacity_) {
-      slots_.emplace_back();
-    } else {
-      victim = 0;
-      for (std::size_t k = 1; k < slots_.size(); ++k)
-        if (slots_[k].used < slots_[victim].used) victim = k;
-      if (capacity_ > linear_limit && slots_[victim].key != no_key) map_.erase(slots_[victim].key);
-    }
-    slots_[victim].key = no_key;
-    slots_[victim].used = ++tick_;
-    return victim;
-  }
-  std::span<std::byte> buffer(std::size_t k, std::size_t bytes) {
-    return slots_[k].bytes.resize(bytes);
-  }
-  void commit(std::size_t k, std::uint64_t key) {
-    slots_[k].key = key;
-    if (capacity_ > linear_limit) map_[key] = k;
-  }
-
-  [[nodiscard]] std::size_t bytes_held() const noexcept {
-    std::size_t n = 0;
-    for (const slot& sl : slots_) n += sl.bytes.capacity();
-    return n;
-  }
-  void clear() noexcept {
-    slots_.clear();
-    map_.clear();
-  }
-
- private:
-  static constexpr std::size_t linear_limit = 16;
-  struct slot {
-    std::uint64_t key = no_key;
-    std::uint64_t used = 0;
-    byte_buffer bytes;
-  };
-  std::size_t capacity_;
-  std::uint64_t tick_ = 0;
-  std::vector<slot> slots_;
-  std::unordered_map<std::uint64_t, std::size_t> map_;
-};
 
 // Test-only observation point: when set, called once per chunk decode (read and filters undone)
 // with the shard and the chunk, from the decoding thread. Tests count decodes per chunk with it
@@ -108,7 +39,7 @@ inline std::atomic<chunk_decode_hook> chunk_decode_observer{nullptr};
 
 class record_reader {
  public:
-  explicit record_reader(std::size_t cache_capacity = 1) : cache_(cache_capacity) {}
+  explicit record_reader(shared_chunk_cache& cache) : cache_(&cache) {}
 
   // Writes record `local` of shard s (global index `global`, for errors) to dst, which holds at
   // least s.record_bytes(local) bytes. `key_base` numbers s's chunks uniquely in the source.
@@ -126,24 +57,65 @@ class record_reader {
       }
       case read_kind::chunked:
         read_chunked(s, key_base, local, global, dst);
+        cache_->count_record(n);
         break;
     }
     if (s.swap) byteswap_elements(dst.data(), n, s.element_size);
   }
 
-  // Frees the decoded-chunk cache and scratch buffers when they hold more than `keep` bytes.
+  // Frees the scratch buffers when they hold more than `keep` bytes (the shared cache stays).
   void release(std::size_t keep = 0) noexcept {
-    if (cache_.bytes_held() + stored_.capacity() + a_.capacity() + b_.capacity() <= keep) return;
-    cache_.clear();
+    if (stored_.capacity() + a_.capacity() + b_.capacity() + own_.capacity() <= keep) return;
     stored_.release();
     a_.release();
     b_.release();
+    own_.release();
+  }
+
+  // Records that read chunk g once per epoch: the rows (fixed) or the non-empty records (blob,
+  // counted by their offsets) that overlap it along dimension 0. Records holding a whole chunk
+  // never reach the cache, so they are not counted.
+  static std::uint64_t chunk_users(const shard_index& s, const coords& g) noexcept {
+    const std::uint64_t lo = g[0] * s.grid.chunk[0];
+    const std::uint64_t hi = std::min(lo + s.grid.chunk[0], s.grid.dims[0]);
+    if (hi <= lo) return 1;
+    if (!s.blob) return hi - lo;
+    const auto& o = s.offsets;  // records + 1 non-decreasing entries
+    // first record ending after lo, last record starting before hi
+    const auto first = std::upper_bound(o.begin() + 1, o.end(), lo) - (o.begin() + 1);
+    const auto last = std::lower_bound(o.begin(), o.end() - 1, hi) - o.begin();
+    std::uint64_t n = 0;
+    for (auto r = static_cast<std::size_t>(first); r < static_cast<std::size_t>(last); ++r)
+      n += o[r + 1] > o[r];
+    return n ? n : 1;
   }
 
  private:
   void read_chunked(const shard_index& s, std::uint64_t key_base, std::uint64_t local,
                     std::uint64_t global, std::span<std::byte> dst) {
     const record_box box = s.box(local);
+    // A record spanning several chunks pins every ready one under one lock (and unpins them
+    // under one), instead of two lock round trips per chunk: h5py's automatic chunks put one
+    // 16 KiB row over 64 chunks.
+    held_keys_.clear();
+    held_.clear();
+    if (s.chunks_per_record > 1) {
+      for_each_chunk(s.grid, box, [&](std::uint64_t k, const coords& g) {
+        const chunk_entry& c = s.chunks[static_cast<std::size_t>(k)];
+        const chunk_part part(s.grid, box, g);
+        if (!(s.unfiltered(c) && part.runs() == 1) && !part.whole_chunk())
+          held_keys_.push_back(key_base + k);
+      });
+      held_.resize(held_keys_.size());
+      cache_->pin_ready(held_keys_, held_);
+    }
+    struct unpin_all {
+      record_reader& r;
+      ~unpin_all() {
+        if (!r.held_keys_.empty()) r.cache_->unpin_ready(r.held_keys_, r.held_);
+      }
+    } unpin{*this};
+    std::size_t next_held = 0;
     for_each_chunk(s.grid, box, [&](std::uint64_t k, const coords& g) {
       const chunk_entry& c = s.chunks[static_cast<std::size_t>(k)];
       const chunk_part part(s.grid, box, g);
@@ -156,20 +128,22 @@ class record_reader {
       if (part.whole_chunk()) {  // the record holds the whole chunk: decode into it
         part.for_each_run([&](std::size_t, std::size_t at, std::size_t len) {
           decode(s, c, g, dst.subspan(at, len), global);
+          cache_->count_direct_decode(len);
         });
         return;
       }
-      const std::byte* bytes = cache_.find(key_base + k);
-      if (!bytes) {
-        const std::size_t slot = cache_.acquire();
-        const auto buf = cache_.buffer(slot, s.grid.chunk_bytes);
-        decode(s, c, g, buf, global);
-        cache_.commit(slot, key_base + k);
-        bytes = buf.data();
+      auto copy_out = [&](const std::byte* bytes) {
+        part.for_each_run([&](std::size_t src, std::size_t at, std::size_t len) {
+          std::memcpy(dst.data() + at, bytes + src, len);
+        });
+      };
+      if (next_held < held_.size()) {
+        if (const std::byte* bytes = held_[next_held++]) return copy_out(bytes);
       }
-      part.for_each_run([&](std::size_t src, std::size_t at, std::size_t len) {
-        std::memcpy(dst.data() + at, bytes + src, len);
-      });
+      const shared_chunk_cache::pin held =
+          cache_->get(key_base + k, s.grid.chunk_bytes, chunk_users(s, g), own_,
+                      [&](std::span<std::byte> buf) { decode(s, c, g, buf, global); });
+      copy_out(held.data());
     });
   }
 
@@ -260,8 +234,11 @@ class record_reader {
   }
 
   byte_buffer stored_, a_, b_;
+  byte_buffer own_;  // a chunk decoded outside the cache (no room in its budget)
+  std::vector<std::uint64_t> held_keys_;  // one record's chunks pinned by pin_ready, and their
+  std::vector<const std::byte*> held_;     // bytes (null: not ready then, read through get())
   chunk_decoders codecs_;
-  chunk_cache cache_;
+  shared_chunk_cache* cache_;
 };
 
 }  // namespace gpufeed::detail::hdf5

@@ -20,25 +20,15 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gpufeed/detail/hdf5/cache_budget.hpp"
 #include "gpufeed/detail/hdf5/open_shard.hpp"
 #include "gpufeed/detail/hdf5/shard.hpp"
 #include "gpufeed/detail/hdf5/shard_extent.hpp"
+#include "gpufeed/detail/hdf5/shared_chunk_cache.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/hdf5_options.hpp"
 
 namespace gpufeed::detail::hdf5 {
-
-// Decoded-chunk cache budget per reader: enough slots for every chunk one record touches, up to
-// this many bytes.
-inline constexpr std::size_t reader_cache_budget = std::size_t{64} << 20;
-
-// Decoded chunks a reader keeps for shard s: every chunk one record touches, within the budget.
-inline std::size_t cache_capacity_for(const shard_index& s) noexcept {
-  if (s.kind != read_kind::chunked || s.grid.chunk_bytes == 0) return 1;
-  const std::size_t fit = std::max<std::size_t>(1, reader_cache_budget / s.grid.chunk_bytes);
-  return std::max<std::size_t>(
-      1, static_cast<std::size_t>(std::min<std::uint64_t>(s.chunks_per_record, fit)));
-}
 
 // Chunk numbers of shard k start at k << shard_key_bits (decode units and cache keys stay unique
 // across shards without knowing unopened shards' chunk counts: 2^40 chunks per shard).
@@ -60,7 +50,9 @@ struct source_state {
   std::size_t fixed_record = 0;         // row bytes (fixed layout), 0 for blob
   std::size_t max_record = 0;
   bool labels = false;
-  std::size_t cache_capacity = 1;  // of a new reader: the first shard's need
+  unit_geometry units;                        // for the cache budget (the first shard's)
+  bool explicit_budget = false;               // hdf5_options::decode_cache_bytes was set
+  std::unique_ptr<shared_chunk_cache> cache;  // shared by every reader; its own lock
   hdf5_options req;
   std::string extents_from;  // "opened", "manifest <path>" or "header reads"
   mutable std::atomic<std::size_t> opens{0};  // shards opened so far
@@ -161,9 +153,12 @@ struct source_state {
     const shard_index& z = *slots[0]->index;
     fixed_record = z.blob ? 0 : z.row_bytes;
     labels = !z.description.label_dataset.empty();
-    // A reader starts with the first shard's need and grows when it meets a shard needing more
-    // (hdf5_source::reader), since unopened shards' chunking is unknown here.
-    cache_capacity = cache_capacity_for(z);
+    // The cache budget from the first shard's chunking (unopened shards' is unknown here; shards
+    // share their row shape, and pack writes them alike).
+    units = unit_geometry_of(z, slots.size());
+    explicit_budget = req.decode_cache_bytes.has_value();
+    cache = std::make_unique<shared_chunk_cache>(
+        explicit_budget ? *req.decode_cache_bytes : automatic_cache_budget(units, read_plan{}));
     learn_extents();
     for (std::size_t k = 0; k < slots.size(); ++k) {
       first.push_back(first.back() + slots[k]->expected.records);

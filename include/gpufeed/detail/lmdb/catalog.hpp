@@ -89,6 +89,12 @@ class catalog {
     return static_cast<std::size_t>(it - shard_first_.begin()) - 1;
   }
   [[nodiscard]] const record_entry& entry(std::uint64_t i) const noexcept { return entries_[i]; }
+  // Where record i's value starts in its shard's data file (read-ahead advice only), or
+  // no_offset where the map's place was not found.
+  static constexpr std::uint64_t no_offset = ~std::uint64_t{0};
+  [[nodiscard]] std::uint64_t value_offset(std::uint64_t i) const noexcept {
+    return value_at_[i];
+  }
   [[nodiscard]] std::size_t record_size(std::uint64_t i) const noexcept {
     return entries_[i].payload_size;
   }
@@ -183,6 +189,7 @@ class catalog {
       }
       if (datum_) set_datum(e, s, rec, {static_cast<const std::byte*>(v.mv_data), v.mv_size});
       entries_.push_back(e);
+      value_at_.push_back(s.valid.known() ? vat : no_offset);
     }
     if (rc != MDB_NOTFOUND)
       throw_status(rc, "mdb_cursor_get", "cannot walk the database",
@@ -237,6 +244,7 @@ class catalog {
   std::vector<std::uint64_t> shard_first_{0};
   std::vector<record_entry> entries_;  // global record order; never resized after the scans
   std::vector<std::byte> key_arena_;   // keys longer than record_entry::inline_key
+  std::vector<std::uint64_t> value_at_;  // per record: value_offset(); not on the read path
 };
 
 }  // namespace gpufeed::detail::lmdb

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "gpufeed/batch.hpp"
+#include "gpufeed/decode_stats.hpp"
 #include "gpufeed/detail/loader/config.hpp"
 #include "gpufeed/detail/loader/delivery.hpp"
 #include "gpufeed/detail/loader/producer.hpp"
@@ -38,6 +39,16 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
   static std::shared_ptr<pipeline> make(const Source& src, pipeline_setup setup) {
     std::unique_ptr<transfer_engine> engine = setup.config.target.make_engine();
     const slot_counts n = slot_counts::of(setup.config, *engine);
+    read_plan plan;  // before any worker reads: the source sizes what it keeps for these reads
+    plan.lookahead_records =
+        static_cast<std::uint64_t>(setup.config.prefetch) * setup.config.batch_size;
+    plan.workers = setup.config.workers;
+    // block_shuffled: tumbling windows of the order's units, each of which may hold several
+    // decode units, so the window is told in records (at most the largest unit's each).
+    if (setup.config.order == sample_order::block_shuffled)
+      plan.window_records = static_cast<std::uint64_t>(setup.config.shuffle_window) *
+                            setup.order.units().max_records();
+    plan_reads(src, plan);
     auto p = std::make_shared<pipeline>(key{}, src, std::move(setup), std::move(engine), n);
     p->start();
     return p;
@@ -45,7 +56,9 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
 
   pipeline(key, const Source& src, pipeline_setup&& setup, std::unique_ptr<transfer_engine> e,
            slot_counts n)
-      : state_(std::move(setup), std::move(e), n), producer_(src, state_) {}
+      : state_(std::move(setup), std::move(e), n), producer_(src, state_), source_(src) {
+    if constexpr (decode_stats_source<Source>) decode_start_ = src.decode_stats();
+  }
 
   ~pipeline() override {
     shutdown();
@@ -115,6 +128,8 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
       s.shuffle_window = c.shuffle_window;
     }
     s.trace_events_dropped = state_.timeline.dropped();
+    if constexpr (decode_stats_source<Source>)
+      s.decode = since(source_.decode_stats(), decode_start_);
     s.numa = state_.numa.stats();
     return s;
   }
@@ -181,6 +196,8 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
 
   loader_state state_;          // built from the constructor's arguments alone
   producer<Source> producer_;   // keeps a reference to state_
+  const Source& source_;
+  decode_stats decode_start_;   // the source's decode counters when this loader started
   thread_group threads_;        // last: joined before the members the threads use go away
 };
 

@@ -119,7 +119,7 @@ class producer {
         reader_idle(reader);  // e.g. LMDB: end the read transaction while nothing is queued
         const auto t0 = steady::now();
         task = s_.work.pop(st);
-        c.idle_ns.fetch_add(since_ns(t0), std::memory_order_relaxed);
+        c.idle_ns.fetch_add(s_.meter.since_consumer_start_ns(t0), std::memory_order_relaxed);
         if (!task) return;
       }
       staging_slot& slot = s_.staging[task->slot];

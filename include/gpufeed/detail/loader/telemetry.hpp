@@ -4,6 +4,7 @@
 // worker's counters sit on their own cache line so workers never contend.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -70,6 +71,16 @@ class telemetry {
     first_request_ns_.compare_exchange_strong(
         expected, std::chrono::duration_cast<std::chrono::nanoseconds>(
                       steady::now().time_since_epoch()).count());
+  }
+
+  // Nanoseconds from max(t0, the consumer's first request) to now, 0 before that request. Worker
+  // idle time counts only from there: while the consumer has not asked yet, waiting is start-up
+  // (it varies with the consumer's own set-up), not the pipeline's shape.
+  [[nodiscard]] std::uint64_t since_consumer_start_ns(steady::time_point t0) const noexcept {
+    const std::int64_t first = first_request_ns_.load(std::memory_order_relaxed);
+    if (!first) return 0;
+    const auto start = std::max(t0, steady::time_point(std::chrono::nanoseconds(first)));
+    return since_ns(start);
   }
 
   void delivered(std::uint64_t records, std::uint64_t bytes, std::uint64_t wait_ns,

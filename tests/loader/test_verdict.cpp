@@ -1,0 +1,181 @@
+// diagnose() on recorded (synthetic) stats: decode amplification and random reads are named with
+// their figures and cures; no share of time above 100 % and no "(1 workers)"; the decode /
+// pipeline call does not flip on stats either side of the old 75 % line; idle time before the
+// consumer's first request does not count.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <regex>
+#include <string>
+#include <thread>
+
+#include "gpufeed/loader.hpp"
+#include "gpufeed/verdict.hpp"
+#include "memory_source.hpp"
+
+using namespace gpufeed;
+
+namespace {
+
+// A run where the consumer waited half its time: `workers` workers busy `busy` of their time,
+// `cpu` of their read time on a CPU, the planner blocked `planner` of the run.
+loader_stats recorded(std::size_t workers, double busy, double cpu, double planner) {
+  loader_stats s;
+  s.elapsed_seconds = 10;
+  s.batches = 1000;
+  s.records = 512'000;
+  s.bytes = s.records * 16384;
+  s.consumer_wait_seconds = 5;
+  s.consumer_hold_seconds = 5;
+  s.planner_wait_seconds = 10 * planner;
+  s.ready_queue_capacity = 8;
+  for (std::size_t k = 0; k < workers; ++k) {
+    worker_stats w;
+    w.read_seconds = 10 * busy;
+    w.idle_seconds = 10 * (1 - busy);
+    w.read_cpu_seconds = w.read_seconds * cpu;
+    s.workers.push_back(w);
+  }
+  return s;
+}
+
+// Every "N %" figure in the text.
+std::vector<double> percentages(const std::string& text) {
+  std::vector<double> out;
+  const std::regex pct(R"(([0-9]+(\.[0-9]+)?) %)");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), pct); it != std::sregex_iterator();
+       ++it)
+    out.push_back(std::stod((*it)[1].str()));
+  return out;
+}
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("decode amplification in full random order: named with figures, block_shuffled or repack") {
+  loader_stats s = recorded(14, 0.97, 0.95, 0.9);
+  s.order = "shuffled";
+  decode_stats d;
+  d.chunks_decoded = 512'000 * 64;
+  d.decoded_bytes = s.bytes * 512;  // one 16 KiB row inflated 64 chunks of 512 rows x 64 columns
+  d.delivered_bytes = s.bytes;
+  d.records = s.records;
+  d.cache_budget_bytes = 64u << 20;
+  s.decode = d;
+  const verdict v = diagnose(s, 16);
+  MESSAGE(v.report());
+  CHECK(v.stage == bottleneck::decode);
+  CHECK(has(v.summary, "each record inflated 512 rows of chunk data"));
+  CHECK(has(v.summary, "4294.967 GB decoded for 8.389 GB delivered"));
+  CHECK(has(v.suggestion, "sample_order::block_shuffled"));
+  CHECK(has(v.suggestion, "gpufeed pack --from FILE.h5 --dataset NAME --compress lz4"));
+  CHECK(!has(v.suggestion, "raise workers"));
+  CHECK(has(v.report(), "(512.0 x)"));
+
+  // In a locality-aware order whose window overflows the budget: raise the budget.
+  s.order = "sequential";
+  s.decode->uncached_decodes = 1234;
+  s.decode->cache_peak_bytes = s.decode->cache_budget_bytes;
+  const verdict b = diagnose(s, 16);
+  CHECK(has(b.suggestion, "hdf5_options::decode_cache_bytes (budget 64 MiB, 1234 decodes"));
+
+  // Amplification near 1 (each chunk decoded once): the usual decode advice.
+  s.decode->decoded_bytes = s.bytes;
+  const verdict once = diagnose(s, 16);
+  CHECK(!has(once.summary, "inflated"));
+  CHECK(has(once.suggestion, "raise workers"));
+
+  // Nothing decompressed (uncompressed shards): said so, not "decompression".
+  s.decode = decode_stats{};
+  CHECK(has(diagnose(s, 16).summary, "No chunk was decompressed"));
+}
+
+TEST_CASE("storage-bound random reads: the record size and the locality-aware order") {
+  loader_stats s = recorded(14, 0.95, 0.2, 0.9);  // 80 % of each read waiting for I/O
+  s.order = "shuffled";
+  const verdict v = diagnose(s, 16);
+  MESSAGE(v.report());
+  CHECK(v.stage == bottleneck::storage);
+  CHECK(has(v.summary, "random reads of 16 KiB"));
+  CHECK(has(v.suggestion, "sample_order::block_shuffled"));
+  s.order = "sequential";
+  const verdict seq = diagnose(s, 16);
+  CHECK(seq.stage == bottleneck::storage);
+  CHECK(!has(seq.summary, "random reads"));
+  CHECK(has(seq.suggestion, "page cache"));
+}
+
+TEST_CASE("wording: one worker, shares never above 100 %, copy time summed over streams") {
+  // Issue 13: "(1 workers)", "use fewer workers" with one worker, "103.0 % on a CPU" beside
+  // "waited 100.0 % for a free core", "copy engine ran 104 % of the time".
+  loader_stats s = recorded(1, 0.95, 1.03, 0.9);
+  s.workers[0].runqueue_seconds = s.workers[0].read_seconds;  // schedstat: the whole thread
+  const verdict v = diagnose(s, 1);
+  MESSAGE(v.report());
+  const std::string text = v.report();
+  CHECK(has(text, "(1 worker)"));
+  CHECK(!has(text, "1 workers"));
+  CHECK(!has(text, "fewer workers"));
+  CHECK(!has(text, "workers are"));
+  CHECK(has(v.summary, "the worker is busy 95 %"));
+  for (double p : percentages(text)) CHECK(p <= 100.0);
+  CHECK(has(text, "worker time: 50.7 % on a CPU, 49.3 % waiting for a free core, 0.0 % waiting"));
+
+  // The good case with one worker: no "use fewer workers".
+  loader_stats fast = recorded(1, 0.5, 1.0, 0.0);
+  fast.consumer_wait_seconds = 0.1;
+  const verdict c = diagnose(fast, 4);
+  CHECK(c.stage == bottleneck::consumer);
+  CHECK(!has(c.suggestion, "fewer workers"));
+  CHECK(has(diagnose(recorded(3, 0.5, 1.0, 0.0), 4).suggestion, "1 worker") == false);
+
+  // Copies timed on two streams add up past the wall time: stated, and the summary says busy
+  // all the time instead of "ran 104 % of the time".
+  loader_stats h = recorded(8, 0.5, 1.0, 0.9);
+  h.streams = 2;
+  h.transfer.copies = h.transfer.timed_copies = 1000;
+  h.transfer.bytes = h.bytes;
+  h.transfer.copy_seconds = 10.4;
+  const verdict hv = diagnose(h, 16);
+  MESSAGE(hv.report());
+  CHECK(hv.stage == bottleneck::h2d);
+  CHECK(has(hv.summary, "busy all the time"));
+  for (double p : percentages(hv.summary)) CHECK(p <= 100.0);
+  CHECK(has(hv.report(), "summed over 2 streams is 104 % of wall time"));
+}
+
+TEST_CASE("decode or pipeline: stats either side of the old 75 % line give one verdict") {
+  // The same uncompressed data, two runs: workers 74 % and 77 % busy, the planner blocked on
+  // slots most of the time (its slots held batches the workers had not finished). The old rule
+  // (busy > 75 %) said pipeline, then decode.
+  for (double busy : {0.62, 0.74, 0.77, 0.84, 0.90}) {
+    CAPTURE(busy);
+    CHECK(diagnose(recorded(14, busy, 0.95, 0.8), 16).stage == bottleneck::decode);
+  }
+  // Workers idle while the planner was free: the pipeline's shape, on both sides of 75 %.
+  for (double busy : {0.50, 0.62, 0.74, 0.77, 0.84}) {
+    CAPTURE(busy);
+    CHECK(diagnose(recorded(14, busy, 0.95, 0.1), 16).stage == bottleneck::pipeline);
+  }
+}
+
+TEST_CASE("idle time before the consumer's first request does not count") {
+  test::memory_source src(4096, 256);
+  loader_config c;
+  c.batch_size = 16;
+  c.part = partition{};
+  c.workers = 2;
+  c.prefetch = 2;
+  c.order = sample_order::sequential;
+  loader<test::memory_source> l(src, c);
+  // The workers fill the prefetch window in microseconds, then wait 0.5 s for the consumer.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  for (int k = 0; k < 4; ++k) REQUIRE(l.next());
+  double idle = 0;
+  for (const auto& w : l.stats().workers) idle += w.idle_seconds;
+  CHECK(idle < 0.4);  // was >= 2 x 0.5 s
+}
