@@ -42,8 +42,8 @@ gz=$data/h5py_gzip.h5
 [ -f "$gz" ] || step make_gzip 120 - "$python" "$root/bench/make_h5py_data.py" gzip "$gz"
 [ -f "$data/quality.h5" ] || step make_quality 60 - "$python" "$root/bench/make_h5py_data.py" quality "$data/quality.h5"
 step gzip 100 "$out/gzip.json" "${bench[@]}" --seconds 6 "$gz"
-step pytorch 70 "$out/torch_gzip.json" "$python" "$root/bench/peers/pytorch_dataloader.py" \
-  --file "$gz" --dataset data --no-verify --workers "0,$workers" --seconds 5 --min-batches 1 \
+step pytorch 80 "$out/torch_gzip.json" "$python" "$root/bench/peers/pytorch_dataloader.py" \
+  --file "$gz" --dataset data --no-verify --workers 0 --seconds 5 --min-batches 1 \
   --repeats 1 --budget-seconds 50 --json
 for codec in lz4 zstd none; do
   rm -rf "$data/$codec"
