@@ -62,8 +62,8 @@ TEST_CASE("pack stores JPEG files as they are, labelled by class folder; the loa
   REQUIRE(src.size() == 9);
   std::vector<std::byte> buf;
   for (std::uint64_t i = 0; i < src.size(); ++i) {
-    // list_directory's order: by class folder, then name.
-    const std::string name = inputs[i].name;
+    // pack shuffles by default: record i holds inputs[r.input_of[i]].
+    const std::string name = inputs[r.input_of[i]].name;
     const int k = std::stoi(name.substr(name.find("img") + 3));
     buf.resize(src.record_size(i));
     src.read(i, buf);

@@ -122,12 +122,27 @@ TEST_CASE("default labels: shards that disagree (one with, one without) are a fo
   test::temp_dir dir("packmixlab");
   const pack_result with = pack(inputs(dir / "in1", 5, true), dir / "with");
   const pack_result without = pack(inputs(dir / "in2", 5, false), dir / "without");
+  // Eager open finds the disagreement at construction; lazy open (the default) when the second
+  // shard is first used, for every use until it opens.
+  hdf5_options eager;
+  eager.open = hdf5_options::open_kind::eager;
   try {
-    hdf5_source s(std::vector{with.shards[0], without.shards[0]});
+    hdf5_source s(std::vector{with.shards[0], without.shards[0]}, eager);
     FAIL("mixed shards opened");
   } catch (const format_error& e) {
     CHECK(e.file() == without.shards[0].string());
     CHECK(std::string(e.what()).find("label_dataset = \"\"") != std::string::npos);
+  }
+  const hdf5_source lazy(std::vector{with.shards[0], without.shards[0]});
+  CHECK_NOTHROW((void)lazy.label(0));
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    try {
+      (void)lazy.label(5);
+      FAIL("a record of the shard without labels was labelled");
+    } catch (const format_error& e) {
+      CHECK(e.file() == without.shards[0].string());
+      CHECK(std::string(e.what()).find("label_dataset = \"\"") != std::string::npos);
+    }
   }
   hdf5_options none;
   none.label_dataset = "";
