@@ -154,6 +154,19 @@ struct case_result {
   nlohmann::json decode;                       // stats().decode, when the source reports it
 };
 
+// The settings every case shares: one process, the options' batch, workers and prefetch.
+gpufeed::loader_config case_config(const options& o, gpufeed::sample_order order,
+                                   std::size_t window) {
+  gpufeed::loader_config c;
+  c.batch_size = o.batch;
+  c.order = order;
+  c.shuffle_window = window;
+  c.part = gpufeed::partition{};
+  c.workers = o.workers;
+  c.prefetch = o.prefetch;
+  return c;
+}
+
 class runner {
  public:
   runner(const options& o, bench::gpu* g) : o_(o), gpu_(g) {}
@@ -164,13 +177,7 @@ class runner {
   case_result loader_case(const std::string& name, gpufeed::sample_order order,
                           std::size_t window, bool whole_epoch) {
     const gpufeed::hdf5_source src(o_.files);
-    gpufeed::loader_config c;
-    c.batch_size = o_.batch;
-    c.order = order;
-    c.shuffle_window = window;
-    c.part = gpufeed::partition{};
-    c.workers = o_.workers;
-    c.prefetch = o_.prefetch;
+    gpufeed::loader_config c = case_config(o_, order, window);
     // A first pass (cold data) is one epoch; otherwise epochs repeat until --seconds, so loader
     // start-up (threads, pinned slots, the first batch) does not dominate a short epoch.
     c.epochs = whole_epoch ? 1 : 0;
@@ -230,13 +237,7 @@ class runner {
 // The label mix of every batch of epoch 0 in the order a loader with these settings uses.
 case_result quality_case(const gpufeed::hdf5_source& src, const options& o,
                          gpufeed::sample_order order, std::size_t window) {
-  gpufeed::loader_config c;
-  c.batch_size = o.batch;
-  c.order = order;
-  c.shuffle_window = window;
-  c.part = gpufeed::partition{};
-  c.workers = o.workers;
-  c.prefetch = o.prefetch;
+  const gpufeed::loader_config c = case_config(o, order, window);
   const auto setup = gpufeed::detail::resolve_config<gpufeed::default_options>(src, c);
   const gpufeed::sampler& s = setup.order;
   case_result r;
