@@ -9,6 +9,9 @@
 //     --cold           evict the files (posix_fadvise DONTNEED) before every case and measure
 //                      the buffered sequential read rate (as `dd bs=1M`) first
 //     --target cuda|host (cuda when a GPU is usable)   --json   (one JSON array on stdout)
+//     --decode-ahead   loader_config::decode_ahead = true (block_shuffled)
+//     --keep-cache     keep decoded chunks across epochs (by default the cache is emptied at
+//                      each epoch's end, so each epoch's rate is a decode rate)
 //
 // Cases (rates are delivered, decoded bytes per second):
 //   dd          cold only: one thread reads every file front to back in 1 MiB reads
@@ -60,6 +63,7 @@ struct options {
   double seconds = 4;
   std::vector<std::size_t> windows{0};
   bool cold = false, json = false;
+  bool decode_ahead = false, keep_cache = false;
   std::string target = "cuda";
 };
 
@@ -181,6 +185,7 @@ class runner {
     // A first pass (cold data) is one epoch; otherwise epochs repeat until --seconds, so loader
     // start-up (threads, pinned slots, the first batch) does not dominate a short epoch.
     c.epochs = whole_epoch ? 1 : 0;
+    c.decode_ahead = o_.decode_ahead;
     c.target = gpu_ ? gpu_->target() : gpufeed::target::host();
     c.consumer_stream = gpu_ ? gpu_->stream() : nullptr;
     gpufeed::loader<gpufeed::hdf5_source> l(src, c);
@@ -197,7 +202,13 @@ class runner {
       }
       ++r.batches;
       r.records += b->size();
-      if (b->last_in_epoch()) r.full_epoch = true;
+      if (b->last_in_epoch()) {
+        r.full_epoch = true;
+        // Each epoch decodes its chunks: without this, a cache budget that holds much of a
+        // small file serves later epochs from the last one, and the rate is no longer a decode
+        // rate (decoded-ahead chunks of the next epoch that are not in use go too).
+        if (!o_.keep_cache) src.drop_decoded_chunks();
+      }
       if (whole_epoch) continue;
       if (since(t0) > o_.seconds) break;
     }
@@ -298,6 +309,9 @@ int main(int argc, char** argv) {
   app.add_option("--seconds", o.seconds);
   app.add_option("--windows", o.windows)->delimiter(',');
   app.add_flag("--cold", o.cold);
+  app.add_flag("--decode-ahead", o.decode_ahead, "loader_config::decode_ahead = true");
+  app.add_flag("--keep-cache", o.keep_cache,
+               "keep decoded chunks across epochs (by default each epoch decodes its own)");
   app.add_flag("--json", o.json);
   app.add_option("--target", o.target)->check(CLI::IsMember({"cuda", "host"}));
   try {

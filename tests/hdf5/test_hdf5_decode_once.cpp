@@ -207,6 +207,7 @@ TEST_CASE("block_shuffled through the loader, 3 workers: each chunk decoded once
     const auto ds = l.stats().decode;
     REQUIRE(ds.has_value());
     CHECK(ds->chunks_decoded == sh.chunks);
+    CHECK(ds->decoded_ahead == 0);  // loader_config::decode_ahead is off by default
     CHECK(ds->cache_peak_bytes <= ds->cache_budget_bytes);
   }
 }
@@ -242,6 +243,7 @@ TEST_CASE("block_shuffled, 4 windows an epoch: workers decode the next window ah
   loader_config c;
   c.order = sample_order::block_shuffled;
   c.shuffle_window = 2;
+  c.decode_ahead = true;
   c.batch_size = 32;
   c.workers = 3;
   c.prefetch = 4;

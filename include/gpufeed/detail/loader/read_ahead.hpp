@@ -14,10 +14,8 @@
 // also yields window k + 1 (or the next epoch's first) for the planner to queue as decode-ahead
 // tasks, one part per worker, behind the batch it is planning. The workers decode those units'
 // chunks into the source's cache (never evicting chunks still being read) while window k's
-// batches are mostly copies of already decoded chunks. Without it a window's decode work comes
-// in one burst at its first batches, the workers idle through the rest of it, and the prefetch
-// depth cannot hide the burst: block_shuffled then ran at 0.68x the sequential rate on h5py's
-// gzip file (H200, 2026-12-02).
+// batches are mostly copies of already decoded chunks (loader_config::decode_ahead, off by
+// default: measured slower on the H200 where the cache cannot hold the data; docs/design.md).
 #pragma once
 
 #include <cstdint>
@@ -36,7 +34,7 @@ class window_read_ahead {
   // True when the loader's workers decode windows ahead for this source and order.
   static bool decodes_ahead(const pipeline_setup& p) noexcept {
     return decode_ahead_reader<decltype(make_reader(std::declval<const Source&>()))> &&
-           p.config.order == sample_order::block_shuffled;
+           p.config.order == sample_order::block_shuffled && p.config.decode_ahead;
   }
 
   window_read_ahead(const Source& src, const pipeline_setup& p) noexcept
