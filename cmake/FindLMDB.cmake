@@ -5,8 +5,8 @@
 # Imported target:  LMDB::LMDB
 # Result variables: LMDB_FOUND, LMDB_INCLUDE_DIR, LMDB_LIBRARY, LMDB_VERSION
 # Hints:            LMDB_ROOT (CMake's <Package>_ROOT search path)
-find_path(LMDB_INCLUDE_DIR NAMES lmdb.h)
-find_library(LMDB_LIBRARY NAMES lmdb)
+include(${CMAKE_CURRENT_LIST_DIR}/gpufeed_find_library.cmake)
+gpufeed_find_library(LMDB HEADERS lmdb.h NAMES lmdb)
 
 if(LMDB_INCLUDE_DIR AND EXISTS "${LMDB_INCLUDE_DIR}/lmdb.h")
   file(STRINGS "${LMDB_INCLUDE_DIR}/lmdb.h" _lmdb_ver REGEX "^#define MDB_VERSION_(MAJOR|MINOR|PATCH)[ \t]+[0-9]+")
@@ -22,10 +22,7 @@ find_package_handle_standard_args(LMDB
   VERSION_VAR LMDB_VERSION
   REASON_FAILURE_MESSAGE "install liblmdb-dev (Debian/Ubuntu) or set LMDB_ROOT")
 
-if(LMDB_FOUND AND NOT TARGET LMDB::LMDB)
-  add_library(LMDB::LMDB UNKNOWN IMPORTED)
-  set_target_properties(LMDB::LMDB PROPERTIES
-    IMPORTED_LOCATION "${LMDB_LIBRARY}"
-    INTERFACE_INCLUDE_DIRECTORIES "${LMDB_INCLUDE_DIR}")
+if(LMDB_FOUND)
+  gpufeed_import_library(LMDB::LMDB LMDB)
 endif()
 mark_as_advanced(LMDB_INCLUDE_DIR LMDB_LIBRARY)

@@ -1,6 +1,6 @@
 # Install rules: headers, one export set per component (so a consumer loads only what it asks
 # for and its dependencies), the package config with version file, FindLMDB.cmake, FindNUMA.cmake,
-# FindGpufeedCodecs.cmake and FindGpufeedImage.cmake.
+# FindGpufeedCodecs.cmake and FindGpufeedImage.cmake with the helper they share.
 set(GPUFEED_CMAKE_DIR ${CMAKE_INSTALL_DATADIR}/cmake/gpufeed)  # header-only: arch-independent
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/gpufeed DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
@@ -24,4 +24,5 @@ install(FILES
   ${PROJECT_SOURCE_DIR}/cmake/FindNUMA.cmake
   ${PROJECT_SOURCE_DIR}/cmake/FindGpufeedCodecs.cmake
   ${PROJECT_SOURCE_DIR}/cmake/FindGpufeedImage.cmake
+  ${PROJECT_SOURCE_DIR}/cmake/gpufeed_find_library.cmake
   DESTINATION ${GPUFEED_CMAKE_DIR})

@@ -48,12 +48,7 @@ int main(int argc, char** argv) {
     d.dims = {40};
     d.chunk = {16};
     f.add(d, pattern<std::uint8_t>(40, 5));
-    dataset_spec o;
-    o.name = "offsets";
-    o.file_type = H5T_STD_U64LE;
-    o.mem_type = H5T_NATIVE_UINT64;
-    o.dims = {5};
-    f.add(o, std::vector<std::uint64_t>{0, 3, 3, 17, 40});
+    f.add_offsets({0, 3, 3, 17, 40});
     dataset_spec l;
     l.name = "labels";
     l.file_type = H5T_STD_I32LE;

@@ -102,6 +102,17 @@ inline void write_dataset(hid_t file, const dataset_spec& s, const void* data) {
   h5_check(H5Dwrite(dset, s.mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "H5Dwrite");
 }
 
+// The blob layout's "offsets" dataset of n entries, contiguous, uint64 in memory; stored as
+// file_type (the little-endian uint64 pack writes, unless a test stores another type).
+inline dataset_spec offsets_spec(hsize_t n, hid_t file_type = H5T_STD_U64LE) {
+  dataset_spec o;
+  o.name = "offsets";
+  o.file_type = file_type;
+  o.mem_type = H5T_NATIVE_UINT64;
+  o.dims = {n};
+  return o;
+}
+
 // An HDF5 file created (truncated) for writing, closed on destruction.
 class h5_file {
  public:
@@ -114,6 +125,10 @@ class h5_file {
     write_dataset(id_, s, data.data());
   }
   void add_raw(const dataset_spec& s, const void* data) { write_dataset(id_, s, data); }
+  // The "offsets" dataset holding `offsets` (offsets_spec).
+  void add_offsets(const std::vector<std::uint64_t>& offsets, hid_t file_type = H5T_STD_U64LE) {
+    add(offsets_spec(offsets.size(), file_type), offsets);
+  }
   hid_t id() const { return id_; }
 
  private:

@@ -11,16 +11,15 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <iterator>
 #include <numeric>
 #include <string>
-#include <sys/wait.h>
 #include <vector>
 
 #include "gpufeed/hdf5_source.hpp"
 #include "gpufeed/loader.hpp"
 #include "chunk_rewrite.hpp"
+#include "codec_fixtures.hpp"
 #include "h5_writer.hpp"
 #include "hdf5_test_util.hpp"
 #include "test_util.hpp"
@@ -36,17 +35,8 @@ namespace {
 // generator's message when h5py or a plugin package is missing.
 const fs::path& fixtures() {
   static gpufeed::test::temp_dir dir("h5codec");
-  static const bool made = [] {
-    const std::string cmd = std::string(GPUFEED_TEST_PYTHON) + " " + GPUFEED_CODEC_FIXTURES +
-                            " " + dir.path().string();
-    const int rc = std::system(cmd.c_str());
-    if (WIFEXITED(rc) && WEXITSTATUS(rc) == 77) {
-      std::cerr << "test_hdf5_codecs: skipped (install the packages above: scripts/setup.sh)\n";
-      std::exit(77);
-    }
-    REQUIRE_MESSAGE(rc == 0, "make_codec_fixtures.py failed: " << cmd);
-    return true;
-  }();
+  static const bool made = gpufeed::test::make_codec_fixtures(
+      dir.path(), "", "test_hdf5_codecs: skipped (install the packages above: scripts/setup.sh)");
   (void)made;
   return dir.path();
 }

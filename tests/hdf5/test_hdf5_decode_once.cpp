@@ -13,10 +13,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <iterator>
 #include <latch>
 #include <numeric>
@@ -24,11 +22,11 @@
 #include <random>
 #include <set>
 #include <string>
-#include <sys/wait.h>
 #include <thread>
 #include <vector>
 
 #include "chunk_rewrite.hpp"
+#include "codec_fixtures.hpp"
 #include "decode_counter.hpp"
 #include "gpufeed/hdf5_source.hpp"
 #include "gpufeed/loader.hpp"
@@ -43,17 +41,9 @@ namespace {
 
 const fs::path& fixtures() {
   static gpufeed::test::temp_dir dir("h5once");
-  static const bool made = [] {
-    const std::string cmd = std::string(GPUFEED_TEST_PYTHON) + " " + GPUFEED_CODEC_FIXTURES +
-                            " " + dir.path().string() + " 6 > /dev/null";
-    const int rc = std::system(cmd.c_str());
-    if (WIFEXITED(rc) && WEXITSTATUS(rc) == 77) {
-      std::cerr << "test_hdf5_decode_once: skipped (install the fixture writers: scripts/setup.sh)\n";
-      std::exit(77);
-    }
-    REQUIRE_MESSAGE(rc == 0, "make_codec_fixtures.py failed: " << cmd);
-    return true;
-  }();
+  static const bool made = gpufeed::test::make_codec_fixtures(
+      dir.path(), " 6 > /dev/null",
+      "test_hdf5_decode_once: skipped (install the fixture writers: scripts/setup.sh)");
   (void)made;
   return dir.path();
 }
@@ -139,43 +129,57 @@ void check_counts(const decode_counter::counts& counts, std::uint64_t chunks, bo
   CHECK_MESSAGE(more == 0, more << " chunks decoded more than once");
 }
 
+// Two epochs of fixture `name` through a loader in c's order with 3 workers and batches of 7
+// records (tasks and batches cut across chunks): every record delivered has the bytes h5py wrote,
+// each epoch delivers every record, and each chunk is decoded once in all (the automatic budget,
+// at least 64 MiB, holds these shards: the second epoch decodes none). Returns the loader's
+// decode statistics and the source's record count.
+struct two_epoch_run {
+  decode_stats decode;
+  std::uint64_t records;
+};
+two_epoch_run two_epochs(const std::string& name, loader_config c) {
+  const shape sh = shape_of(name);
+  const auto want = expected(name);
+  hdf5_source src(fixtures() / (name + ".h5"));
+  const decode_counter counter;
+  c.batch_size = 7;
+  c.workers = 3;
+  c.prefetch = 4;
+  c.epochs = 2;
+  loader<hdf5_source> l(src, c);
+  std::size_t bad = 0, records = 0;
+  while (auto b = l.next()) {
+    for (std::size_t k = 0; k < b->size(); ++k) {
+      const auto got = b->record(k);
+      bad += !std::equal(got.begin(), got.end(), want.begin() + b->indices()[k] * sh.row_bytes);
+    }
+    records += b->size();
+  }
+  CHECK(bad == 0);
+  CHECK(records == 2 * src.size());
+  check_counts(decode_counter::take(), sh.chunks, true);
+  const auto ds = l.stats().decode;
+  REQUIRE(ds.has_value());
+  return {*ds, src.size()};
+}
+
 }  // namespace
 
 TEST_CASE("sequential loader, 3 workers: each chunk decoded once per epoch, stats agree") {
   for (const auto& name : names) {
     CAPTURE(name);
     const shape sh = shape_of(name);
-    const auto want = expected(name);
-    hdf5_source src(fixtures() / (name + ".h5"));
-    const decode_counter counter;
     loader_config c;
     c.order = sample_order::sequential;
-    c.batch_size = 7;  // tasks and batches cut across chunks
     c.chunk_records = 3;
-    c.workers = 3;
-    c.prefetch = 4;
-    c.epochs = 2;
-    loader<hdf5_source> l(src, c);
-    std::size_t bad = 0, records = 0;
-    while (auto b = l.next()) {
-      for (std::size_t k = 0; k < b->size(); ++k) {
-        const auto got = b->record(k);
-        bad += !std::equal(got.begin(), got.end(), want.begin() + b->indices()[k] * sh.row_bytes);
-      }
-      records += b->size();
-    }
-    CHECK(bad == 0);
-    CHECK(records == 2 * src.size());
-    // The budget (automatic: at least 64 MiB) holds these shards: the second epoch decodes none.
-    check_counts(decode_counter::take(), sh.chunks, true);
-    const auto ds = l.stats().decode;
-    REQUIRE(ds.has_value());
-    CHECK(ds->chunks_decoded == sh.chunks);
-    CHECK(ds->records == 2 * src.size());
-    CHECK(ds->delivered_bytes == 2 * src.size() * sh.row_bytes);
-    CHECK(ds->decoded_bytes == sh.chunks * sh.chunk_bytes);
-    CHECK(ds->cache_peak_bytes <= ds->cache_budget_bytes);
-    CHECK(ds->amplification() < 1.0);  // each byte decoded once, delivered twice
+    const auto [ds, records] = two_epochs(name, c);
+    CHECK(ds.chunks_decoded == sh.chunks);
+    CHECK(ds.records == 2 * records);
+    CHECK(ds.delivered_bytes == 2 * records * sh.row_bytes);
+    CHECK(ds.decoded_bytes == sh.chunks * sh.chunk_bytes);
+    CHECK(ds.cache_peak_bytes <= ds.cache_budget_bytes);
+    CHECK(ds.amplification() < 1.0);  // each byte decoded once, delivered twice
   }
 }
 
@@ -183,32 +187,12 @@ TEST_CASE("block_shuffled through the loader, 3 workers: each chunk decoded once
   for (const auto& name : names) {
     CAPTURE(name);
     const shape sh = shape_of(name);
-    const auto want = expected(name);
-    hdf5_source src(fixtures() / (name + ".h5"));
-    const decode_counter counter;
     loader_config c;
     c.order = sample_order::block_shuffled;
-    c.batch_size = 7;
-    c.workers = 3;
-    c.prefetch = 4;
-    c.epochs = 2;
-    loader<hdf5_source> l(src, c);
-    std::size_t bad = 0, records = 0;
-    while (auto b = l.next()) {
-      for (std::size_t k = 0; k < b->size(); ++k) {
-        const auto got = b->record(k);
-        bad += !std::equal(got.begin(), got.end(), want.begin() + b->indices()[k] * sh.row_bytes);
-      }
-      records += b->size();
-    }
-    CHECK(bad == 0);
-    CHECK(records == 2 * src.size());
-    check_counts(decode_counter::take(), sh.chunks, true);  // both epochs: the budget holds all
-    const auto ds = l.stats().decode;
-    REQUIRE(ds.has_value());
-    CHECK(ds->chunks_decoded == sh.chunks);
-    CHECK(ds->decoded_ahead == 0);  // loader_config::decode_ahead is off by default
-    CHECK(ds->cache_peak_bytes <= ds->cache_budget_bytes);
+    const auto [ds, records] = two_epochs(name, c);
+    CHECK(ds.chunks_decoded == sh.chunks);
+    CHECK(ds.decoded_ahead == 0);  // loader_config::decode_ahead is off by default
+    CHECK(ds.cache_peak_bytes <= ds.cache_budget_bytes);
   }
 }
 

@@ -57,12 +57,7 @@ void write_blob(const std::filesystem::path& path, std::size_t data_len,
   dataset_spec d;
   d.dims = {data_len};
   f.add(d, pattern<std::uint8_t>(data_len));
-  dataset_spec o;
-  o.name = "offsets";
-  o.file_type = offsets_type;
-  o.mem_type = H5T_NATIVE_UINT64;
-  o.dims = {offsets.size()};
-  f.add(o, offsets);
+  f.add_offsets(offsets, offsets_type);
 }
 
 void read_all(const hdf5_source& src) {

@@ -180,12 +180,7 @@ TEST_CASE("blob layout through the fallback") {
     d.dims = {500};
     d.compact = true;
     f.add(d, data);
-    dataset_spec o;
-    o.name = "offsets";
-    o.file_type = H5T_STD_U64LE;
-    o.mem_type = H5T_NATIVE_UINT64;
-    o.dims = {offsets.size()};
-    f.add(o, offsets);
+    f.add_offsets(offsets);
   }
   hdf5_source src(dir / "b.h5");
   expect_fallback(src, "compact", "compact");

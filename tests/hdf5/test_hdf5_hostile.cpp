@@ -40,11 +40,7 @@ TEST_CASE("blob offsets declaring 2^40 entries: format_error naming file and dat
     dataset_spec d;
     d.dims = {100};
     f.add(d, std::vector<std::uint8_t>(100, 7));
-    dataset_spec o;
-    o.name = "offsets";
-    o.file_type = H5T_STD_U64LE;
-    o.mem_type = H5T_NATIVE_UINT64;
-    o.dims = {hsize_t{1} << 40};
+    dataset_spec o = gpufeed::test::offsets_spec(hsize_t{1} << 40);
     o.chunk = {1024};
     o.write = false;  // declared only: nothing stored
     f.add_raw(o, nullptr);

@@ -239,11 +239,7 @@ TEST_CASE("a zero chunk dimension in blob offsets or labels: format_error naming
       d.dims = {40};
       d.chunk = {8};
       f.add(d, gpufeed::test::pattern<std::uint8_t>(40));
-      dataset_spec o;
-      o.name = "offsets";
-      o.file_type = H5T_STD_U64LE;
-      o.mem_type = H5T_NATIVE_UINT64;
-      o.dims = {5};
+      dataset_spec o = gpufeed::test::offsets_spec(5);
       o.chunk = {5};
       f.add(o, std::vector<std::uint64_t>{0, 10, 20, 30, 40});
       dataset_spec l = o;

@@ -57,12 +57,7 @@ std::uint64_t write_shard(const fs::path& p, int k) {
   dataset_spec d;
   d.dims = {data.size()};
   f.add(d, data);
-  dataset_spec o;
-  o.name = "offsets";
-  o.file_type = H5T_STD_U64LE;
-  o.mem_type = H5T_NATIVE_UINT64;
-  o.dims = {offsets.size()};
-  f.add(o, offsets);
+  f.add_offsets(offsets);
   return max;
 }
 

@@ -137,12 +137,7 @@ TEST_CASE("decode_unit of the blob layout: records starting in the same chunk of
     data.chunk = {100};  // records 0..3 start in chunk 0 (bytes 0..99), record 4 at byte 120
     data.deflate = 1;
     f.add(data, pattern<std::uint8_t>(offsets.back(), 3));
-    dataset_spec o;
-    o.name = "offsets";
-    o.file_type = H5T_STD_U64LE;
-    o.mem_type = H5T_NATIVE_UINT64;
-    o.dims = {offsets.size()};
-    f.add(o, offsets);
+    f.add_offsets(offsets);
   }
   hdf5_source src(path);
   CHECK(src.decode_unit(0) == src.decode_unit(3));

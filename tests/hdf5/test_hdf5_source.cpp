@@ -223,12 +223,7 @@ void write_blob(const std::filesystem::path& path, const blob_data& b, std::vect
   d.deflate = deflate;
   d.shuffle = d.fletcher32 = shuffle_fletcher;
   f.add(d, b.data);
-  dataset_spec o;
-  o.name = "offsets";
-  o.file_type = H5T_STD_U64LE;
-  o.mem_type = H5T_NATIVE_UINT64;
-  o.dims = {b.offsets.size()};
-  f.add(o, b.offsets);
+  f.add_offsets(b.offsets);
 }
 }  // namespace
 

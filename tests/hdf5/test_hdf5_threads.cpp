@@ -107,12 +107,7 @@ TEST_CASE("blob layout: contiguous and chunked+deflate shards read from 16 threa
     if (k == 1) d.chunk = {150};
     if (k == 1) d.deflate = 5;
     f.add(d, std::vector<std::uint8_t>(bytes.begin(), bytes.begin() + offsets.back()));
-    dataset_spec o;
-    o.name = "offsets";
-    o.file_type = H5T_STD_U64LE;
-    o.mem_type = H5T_NATIVE_UINT64;
-    o.dims = {offsets.size()};
-    f.add(o, offsets);
+    f.add_offsets(offsets);
     paths.push_back(path);
   }
   hdf5_source src(paths);

@@ -262,11 +262,7 @@ TEST_CASE("inspect: bad input exits 1 with one line naming the file") {
     gpufeed::test::dataset_spec d;
     d.dims = {100};
     f.add(d, gpufeed::test::pattern<std::uint8_t>(100));
-    gpufeed::test::dataset_spec o;
-    o.name = "offsets";
-    o.file_type = o.mem_type = H5T_NATIVE_UINT64;
-    o.dims = {4};
-    f.add(o, std::vector<std::uint64_t>{0, 50, 20, 100});
+    f.add_offsets({0, 50, 20, 100}, H5T_NATIVE_UINT64);
   }
   expect_one_line_failure(gpufeed_run(dir.path(), {"inspect", off}), off, "offsets");
   const std::string str = (dir / "strings.h5").string();

@@ -41,23 +41,6 @@ struct pack_args {
   bool no_shuffle = false, shuffle = false;
 };
 
-// "gpufeed pack: error: ..." for the exception in flight, without the "pack: " the library's
-// own messages start with (it would read "pack: error: pack: ..."). Call from a catch block.
-[[noreturn]] void fail_pack() {
-  std::string text;
-  try {
-    throw;
-  } catch (const gpufeed::error& e) {
-    text = e.describe();
-  } catch (const std::exception& e) {
-    text = e.what();
-  }
-  if (text.rfind("pack: ", 0) == 0) text.erase(0, 6);
-  std::fflush(stdout);
-  std::fprintf(stderr, "gpufeed pack: error: %s\n", one_line(text).c_str());
-  throw CLI::RuntimeError(1);
-}
-
 std::string human_bytes(double b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
@@ -253,7 +236,7 @@ void add_pack(CLI::App& app) {
     try {
       run_pack(*a);
     } catch (...) {
-      fail_pack();
+      fail_current("pack", "pack: ");
     }
   });
 }

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <string_view>
 
 #include "gpufeed/error.hpp"
 
@@ -30,8 +31,10 @@ inline std::string one_line(const std::string& s) {
 }
 
 // Prints "gpufeed <command>: error: ..." for the exception in flight and throws
-// CLI::RuntimeError(1). Call from a catch block.
-[[noreturn]] inline void fail_current(const char* command) {
+// CLI::RuntimeError(1). A message that starts with `drop_prefix` loses it (pack passes "pack: ",
+// which the library's own pack messages start with: "pack: error: pack: ..." would repeat it).
+// Call from a catch block.
+[[noreturn]] inline void fail_current(const char* command, std::string_view drop_prefix = {}) {
   std::string text;
   try {
     throw;
@@ -40,6 +43,7 @@ inline std::string one_line(const std::string& s) {
   } catch (const std::exception& e) {
     text = e.what();
   }
+  if (text.starts_with(drop_prefix)) text.erase(0, drop_prefix.size());
   std::fflush(stdout);
   std::fprintf(stderr, "gpufeed %s: error: %s\n", command, one_line(text).c_str());
   throw CLI::RuntimeError(1);

@@ -1,6 +1,6 @@
 // gpufeed — the Bitshuffle HDF5 filter (id 32008, kiyo-masui/bitshuffle's bshuf_h5filter.c).
 // Debian ships bitshuffle only as a Python module and an HDF5 plugin, not as a C library, so the
-// bit transpose is undone here.
+// bit transpose is done here, both ways (gpufeed pack's encoder uses the forward one).
 //
 // cd_values: [2] element size e, [3] block size in elements (0: the default below), [4]
 // compression (0 none, 2 LZ4, 3 Zstd). The data is cut into blocks of `block` elements; the last
@@ -35,17 +35,25 @@ inline std::size_t bitshuffle_default_block(std::size_t element_size) noexcept {
   return b < 128 ? 128 : b;
 }
 
-// Undoes the transpose of one block of n elements (n % 8 == 0) of e bytes from src to dst.
-inline void bit_untranspose(const std::byte* src, std::byte* dst, std::size_t n,
-                            std::size_t e) noexcept {
+// bitshuffle's bit transpose of one block of n elements (n % 8 == 0) of e bytes, in the element
+// order (element i at i x e) or the row order above (row r at r x n/8). Byte b of elements
+// 8q .. 8q+7 and byte q of rows 8b .. 8b+7 hold the same 64 bits as an 8x8 bit matrix and its
+// transpose; that transpose is its own inverse, so both directions are one loop with the
+// source's and the destination's sides swapped. to_rows: src is in element order (pack's encoder);
+// else src is in row order (the decoder below).
+template <bool to_rows>
+inline void bit_transpose_block(const std::byte* src, std::byte* dst, std::size_t n,
+                                std::size_t e) noexcept {
   const std::size_t row = n / 8;
+  const std::size_t src_step = to_rows ? e : row, dst_step = to_rows ? row : e;
   for (std::size_t b = 0; b < e; ++b) {
-    const std::byte* rows = src + b * 8 * row;
     for (std::size_t q = 0; q < row; ++q) {
-      // byte k of x = row 8b + k at byte q: bit j of it belongs to element 8q + j
+      const std::size_t rows_at = b * 8 * row + q, elements_at = 8 * q * e + b;
+      const std::byte* in = src + (to_rows ? elements_at : rows_at);
+      std::byte* out = dst + (to_rows ? rows_at : elements_at);
       std::uint64_t x = 0;
       for (int k = 0; k < 8; ++k)
-        x |= std::uint64_t{static_cast<unsigned char>(rows[k * row + q])} << (8 * k);
+        x |= std::uint64_t{static_cast<unsigned char>(in[k * src_step])} << (8 * k);
       // 8x8 bit-matrix transpose: bit 8k + j moves to 8j + k
       std::uint64_t t = (x ^ (x >> 7)) & 0x00AA00AA00AA00AAull;
       x ^= t ^ (t << 7);
@@ -53,10 +61,21 @@ inline void bit_untranspose(const std::byte* src, std::byte* dst, std::size_t n,
       x ^= t ^ (t << 14);
       t = (x ^ (x >> 28)) & 0x00000000F0F0F0F0ull;
       x ^= t ^ (t << 28);
-      std::byte* out = dst + 8 * q * e + b;
-      for (int j = 0; j < 8; ++j) out[j * e] = static_cast<std::byte>((x >> (8 * j)) & 0xff);
+      for (int k = 0; k < 8; ++k) out[k * dst_step] = static_cast<std::byte>((x >> (8 * k)) & 0xff);
     }
   }
+}
+
+// Element order to row order: what the filter stores (gpufeed pack's bitshuffle-lz4 encoder).
+inline void bit_transpose(const std::byte* src, std::byte* dst, std::size_t n,
+                          std::size_t e) noexcept {
+  bit_transpose_block<true>(src, dst, n, e);
+}
+
+// Row order back to element order: undoes the filter's transpose.
+inline void bit_untranspose(const std::byte* src, std::byte* dst, std::size_t n,
+                            std::size_t e) noexcept {
+  bit_transpose_block<false>(src, dst, n, e);
 }
 
 // One per reader: the scratch block for compressed modes and the zstd context.

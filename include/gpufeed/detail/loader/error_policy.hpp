@@ -45,6 +45,45 @@ inline bool batch_failed(staging_slot& slot, error_policy policy) {
   return false;
 }
 
+// A slot's arrays and which of its records failed, as apply_error_policy and pack_bounded
+// (record_stage.hpp) rewrite the slot through them: both report each failure the same way and
+// end their compaction the same way.
+struct slot_records {
+  std::uint64_t* idx;
+  std::int64_t* lab;
+  std::uint64_t* off;
+  std::byte* data;
+  std::size_t n;             // records planned into the slot
+  std::vector<char> failed;  // failed[k]: record k's read or transform failed
+
+  slot_records(staging_slot& slot, const slot_layout& layout)
+      : idx(slot_layout::indices(slot.buffer.data(), layout)),
+        lab(slot_layout::labels(slot.buffer.data(), layout)),
+        off(slot_layout::offsets(slot.buffer.data(), layout)),
+        data(slot_layout::data(slot.buffer.data(), layout)),
+        n(slot.meta.records),
+        failed(n, 0) {
+    for (const auto& f : slot.failures) failed[f.position] = 1;
+  }
+
+  // What failure f reports; called before the compaction moves its record's index.
+  [[nodiscard]] skipped_record skipped(const staging_slot& slot, const record_failure& f) const {
+    skipped_record r;
+    r.index = idx[f.position];
+    r.epoch = slot.meta.epoch;
+    r.batch = slot.meta.number;
+    r.what = describe(f.error);
+    return r;
+  }
+
+  // Ends a compaction that kept w records in `bytes` bytes.
+  void packed(staging_slot& slot, std::size_t w, std::uint64_t bytes) const {
+    off[w] = bytes;
+    slot.meta.records = w;
+    slot.meta.data_bytes = bytes;
+  }
+};
+
 // Rewrites the slot in place so that it holds only delivered records, and returns what was
 // dropped or replaced. When the failures fail the batch (batch_failed) it sets slot.error
 // instead and changes nothing else. Called by the one worker that completed the batch.
@@ -53,22 +92,12 @@ inline std::vector<skipped_record> apply_error_policy(staging_slot& slot, const 
   std::vector<skipped_record> out;
   if (slot.failures.empty() || batch_failed(slot, policy)) return out;
   const auto& failures = slot.failures;
-  std::byte* base = slot.buffer.data();
-  std::uint64_t* idx = slot_layout::indices(base, layout);
-  std::int64_t* lab = slot_layout::labels(base, layout);
-  std::uint64_t* off = slot_layout::offsets(base, layout);
-  std::byte* data = slot_layout::data(base, layout);
-  const std::size_t n = slot.meta.records;
-  std::vector<char> failed(n, 0);
-  for (const auto& f : failures) failed[f.position] = 1;
+  slot_records records(slot, layout);
+  auto& [idx, lab, off, data, n, failed] = records;
 
   std::vector<char> drop(n, 0);
   for (const auto& f : failures) {
-    skipped_record r;
-    r.index = idx[f.position];
-    r.epoch = slot.meta.epoch;
-    r.batch = slot.meta.number;
-    r.what = describe(f.error);
+    skipped_record r = records.skipped(slot, f);
     const std::size_t p = f.position;
     const std::uint64_t size = off[p + 1] - off[p];
     std::optional<std::size_t> donor;
@@ -104,9 +133,7 @@ inline std::vector<skipped_record> apply_error_policy(staging_slot& slot, const 
     cursor += e - b;
     ++w;
   }
-  off[w] = cursor;
-  slot.meta.records = w;
-  slot.meta.data_bytes = cursor;
+  records.packed(slot, w, cursor);
   return out;
 }
 

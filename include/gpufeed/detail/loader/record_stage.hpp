@@ -195,22 +195,12 @@ inline std::vector<skipped_record> pack_bounded(staging_slot& slot, const slot_l
                                                 std::size_t stride, error_policy policy) {
   std::vector<skipped_record> out;
   if (batch_failed(slot, policy)) return out;
-  std::byte* base = slot.buffer.data();
-  std::uint64_t* idx = slot_layout::indices(base, layout);
-  std::int64_t* lab = slot_layout::labels(base, layout);
-  std::uint64_t* off = slot_layout::offsets(base, layout);
-  std::byte* data = slot_layout::data(base, layout);
-  const std::size_t n = slot.meta.records;
-  std::vector<char> failed(n, 0);
-  for (const auto& f : slot.failures) failed[f.position] = 1;
+  slot_records records(slot, layout);
+  auto& [idx, lab, off, data, n, failed] = records;
   std::vector<std::optional<std::size_t>> donor(n);
   for (const auto& f : slot.failures) {
     const std::size_t p = f.position;
-    skipped_record r;
-    r.index = idx[p];
-    r.epoch = slot.meta.epoch;
-    r.batch = slot.meta.number;
-    r.what = describe(f.error);
+    skipped_record r = records.skipped(slot, f);
     if (policy == error_policy::substitute) {
       for (std::size_t d = 1; d < n && !donor[p]; ++d) {
         if (p >= d && !failed[p - d]) donor[p] = p - d;
@@ -241,9 +231,7 @@ inline std::vector<skipped_record> pack_bounded(staging_slot& slot, const slot_l
     cursor += size;
     ++w;
   }
-  off[w] = cursor;
-  slot.meta.records = w;
-  slot.meta.data_bytes = cursor;
+  records.packed(slot, w, cursor);
   return out;
 }
 

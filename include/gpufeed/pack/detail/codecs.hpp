@@ -15,9 +15,9 @@
 //                                then the count % 8 trailing elements raw. Blocks are bitshuffle's
 //                                default (~8 KiB of elements). cd_values {0, 3, element size, 0,
 //                                2}: format version 0.3, default block, LZ4.
-// The codecs are Debian's zlib, liblz4 and libzstd; only bitshuffle's bit transpose is done here,
-// because Debian ships bitshuffle as a Python module and an HDF5 plugin, not as a C library (it
-// is the inverse of detail/codec/bitshuffle.hpp's, which reads these chunks back).
+// The codecs are Debian's zlib, liblz4 and libzstd; only bitshuffle's bit transpose is gpufeed's,
+// because Debian ships bitshuffle as a Python module and an HDF5 plugin, not as a C library: the
+// one in detail/codec/bitshuffle.hpp, whose decoder reads these chunks back.
 #pragma once
 
 #include <zlib.h>
@@ -78,30 +78,6 @@ inline std::size_t lz4_block_encode(std::span<const std::byte> src, std::byte* d
                                      LZ4_compressBound(static_cast<int>(src.size())));
   if (n <= 0 && !src.empty()) codec_fail("LZ4_compress_default", "LZ4 could not compress a block");
   return static_cast<std::size_t>(n);
-}
-
-// Transposes n elements (n % 8 == 0) of e bytes from src to dst in bitshuffle's block order:
-// the inverse of codec::bit_untranspose (an 8x8 bit-matrix transpose is its own inverse).
-inline void bit_transpose(const std::byte* src, std::byte* dst, std::size_t n,
-                          std::size_t e) noexcept {
-  const std::size_t row = n / 8;
-  for (std::size_t b = 0; b < e; ++b) {
-    std::byte* rows = dst + b * 8 * row;
-    for (std::size_t q = 0; q < row; ++q) {
-      const std::byte* in = src + 8 * q * e + b;
-      std::uint64_t x = 0;
-      for (int j = 0; j < 8; ++j)
-        x |= std::uint64_t{static_cast<unsigned char>(in[j * e])} << (8 * j);
-      std::uint64_t t = (x ^ (x >> 7)) & 0x00AA00AA00AA00AAull;
-      x ^= t ^ (t << 7);
-      t = (x ^ (x >> 14)) & 0x0000CCCC0000CCCCull;
-      x ^= t ^ (t << 14);
-      t = (x ^ (x >> 28)) & 0x00000000F0F0F0F0ull;
-      x ^= t ^ (t << 28);
-      for (int k = 0; k < 8; ++k)
-        rows[k * row + q] = static_cast<std::byte>((x >> (8 * k)) & 0xff);
-    }
-  }
 }
 
 #endif
@@ -166,7 +142,7 @@ inline void encode_chunk(const chunk_codec& c, std::span<const std::byte> in,
         std::size_t n = count - i < block ? count - i : block;
         n -= n % 8;
         if (n == 0) break;
-        bit_transpose(in.data() + done, t.data(), n, e);
+        codec::bit_transpose(in.data() + done, t.data(), n, e);
         const std::size_t z = lz4_block_encode({t.data(), n * e}, out.data() + at + 4);
         put_be32(out.data() + at, static_cast<std::uint32_t>(z));
         at += 4 + z;

@@ -75,9 +75,7 @@ inline read_back read_shard(const std::filesystem::path& shard, bool lmdb, bool 
 #if defined(GPUFEED_PACK_HDF5)
   if (!lmdb) {
     hdf5_options o;
-    // emplace, not operator=: assigning a const char* to the optional string trips GCC 12's
-    // -Wmaybe-uninitialized under ASan (a false positive that -Werror makes fatal).
-    o.label_dataset.emplace(labels ? pack_label_dataset : "");
+    o.label_dataset = labels ? pack_label_dataset : "";
     return read_all(hdf5_source(shard, o), threads);
   }
 #endif
