@@ -290,8 +290,9 @@ class hdf5_source {
 };
 
 // Per-thread reader: decoder state and scratch buffers (decoded chunks live in the source's
-// shared cache). Not thread-safe itself;
-// one per worker thread. Movable.
+// shared cache; between reads it may keep one band of them pinned, let go by idle() and by its
+// destructor). Not thread-safe itself; one per worker thread. Movable. It must not outlive its
+// source.
 class hdf5_source::reader {
  public:
   // config_error when i is out of range or dst is smaller than record_size(i).

@@ -368,6 +368,34 @@ TEST_CASE("two readers on one band decode its chunks side by side, not one behin
     CHECK(std::equal(got[row].begin(), got[row].end(), want.begin() + row * sh.row_bytes));
 }
 
+TEST_CASE("a reader keeps its band pinned across rows of it, counts their reads, lets go idle") {
+  // gzip_span: bands of 8 rows over 16 chunks. Rows 0-7 through one reader: one pin of the band
+  // for all 8 (its reads counted when it lets go); while held, the band survives
+  // drop_decoded_chunks(); after idle() it does not.
+  const shape sh = shape_of("gzip_span");
+  const auto want = expected("gzip_span");
+  hdf5_source src(fixtures() / "gzip_span.h5");
+  const decode_counter counter;
+  auto r = src.make_reader();
+  std::vector<std::byte> buf(sh.row_bytes);
+  for (std::uint64_t row = 0; row < 8; ++row) {
+    r.read(row, buf);
+    CHECK(std::equal(buf.begin(), buf.end(), want.begin() + row * sh.row_bytes));
+  }
+  CHECK(decode_counter::take().size() == 16);
+  src.drop_decoded_chunks();  // the held band stays
+  auto other = src.make_reader();
+  other.read(3, buf);
+  other.idle();
+  CHECK(decode_counter::take().empty());
+  r.idle();  // lets go: 7 more reads of each of the 16 chunks counted
+  CHECK(src.decode_stats().cache_hits == 16 * 7 + 16);
+  src.drop_decoded_chunks();
+  other.read(3, buf);
+  CHECK(std::equal(buf.begin(), buf.end(), want.begin() + 3 * sh.row_bytes));
+  CHECK(decode_counter::take().size() == 16);
+}
+
 TEST_CASE("a reader that lags a whole epoch behind keeps its chunks: spent ones go first") {
   // Reader 0 reads 2 of its task's 5 records, then waits while 3 others read the rest of the
   // epoch; then it reads its last 3. Its chunks are the least recently used by then: plain LRU

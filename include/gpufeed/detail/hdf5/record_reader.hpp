@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "gpufeed/detail/byte_buffer.hpp"
+#include "gpufeed/detail/hdf5/band_hold.hpp"
 #include "gpufeed/detail/hdf5/chunk_decoders.hpp"
 #include "gpufeed/detail/hdf5/filters.hpp"
 #include "gpufeed/detail/hdf5/geometry.hpp"
@@ -40,7 +41,7 @@ inline std::atomic<chunk_decode_hook> chunk_decode_observer{nullptr};
 
 class record_reader {
  public:
-  explicit record_reader(shared_chunk_cache& cache) : cache_(&cache) {}
+  explicit record_reader(shared_chunk_cache& cache) : hold_(cache), cache_(&cache) {}
 
   // Writes record `local` of shard s (global index `global`, for errors) to dst, which holds at
   // least s.record_bytes(local) bytes. `key_base` numbers s's chunks uniquely in the source.
@@ -95,7 +96,9 @@ class record_reader {
   }
 
   // Frees the scratch buffers when they hold more than `keep` bytes (the shared cache stays).
+  // Lets go of the band it holds pinned in any case.
   void release(std::size_t keep = 0) noexcept {
+    hold_.drop();
     if (stored_.capacity() + a_.capacity() + b_.capacity() + own_.capacity() <= keep) return;
     stored_.release();
     a_.release();
@@ -144,24 +147,33 @@ class record_reader {
     };
     // A record spanning several chunks pins every ready one under one lock (and unpins them
     // under one), instead of two lock round trips per chunk: h5py's automatic chunks put one
-    // 16 KiB row over 64 chunks.
-    held_keys_.clear();
-    held_.clear();
+    // 16 KiB row over 64 chunks. Rows of the band held from the last record take no lock at
+    // all (band_hold.hpp).
     deferred_.clear();
-    if (n > 1) {
-      for (std::size_t i = 0; i < n; ++i) {
-        const std::uint64_t k = base + plan->chunk[i];
-        if (!direct(i, s.chunks[static_cast<std::size_t>(k)])) held_keys_.push_back(key_base + k);
+    const bool rows = plan == &s.rows.plan;
+    const std::uint64_t band = key_base + base;
+    if (n > 1 && rows && hold_.holds(band)) {
+      hold_.count_read();
+    } else {
+      hold_.drop();
+      if (n > 1) {
+        auto& keys = hold_.keys();
+        for (std::size_t i = 0; i < n; ++i) {
+          const std::uint64_t k = base + plan->chunk[i];
+          if (!direct(i, s.chunks[static_cast<std::size_t>(k)])) keys.push_back(key_base + k);
+        }
+        hold_.pin(band);
       }
-      held_.resize(held_keys_.size());
-      cache_->pin_ready(held_keys_, held_);
     }
-    struct unpin_all {
-      record_reader& r;
-      ~unpin_all() {
-        if (!r.held_keys_.empty()) r.cache_->unpin_ready(r.held_keys_, r.held_);
+    const std::vector<const std::byte*>& held_ = hold_.bytes();
+    struct keep_or_drop {  // keeps a complete band of rows past this record, unless it threw
+      band_hold& h;
+      bool keep;
+      ~keep_or_drop() {
+        if (keep) h.keep_if_complete();
+        else h.drop();
       }
-    } unpin{*this};
+    } finish{hold_, false};
     auto copy_out = [&](std::size_t i, const std::byte* bytes) {
       for (std::size_t r = plan->first[i]; r < plan->first[i + 1]; ++r) {
         const record_run& run = plan->runs[r];
@@ -206,6 +218,7 @@ class record_reader {
                       [&](std::span<std::byte> buf) { decode(s, c, k, buf, global); });
       copy_out(i, held.data());
     }
+    finish.keep = rows && n > 1;
   }
 
   [[noreturn]] static void corrupt(const shard_index& s, const chunk_entry& c, std::uint64_t k,
@@ -297,8 +310,8 @@ class record_reader {
 
   byte_buffer stored_, a_, b_;
   byte_buffer own_;  // a chunk decoded outside the cache (no room in its budget)
-  std::vector<std::uint64_t> held_keys_;  // one record's chunks pinned by pin_ready, and their
-  std::vector<const std::byte*> held_;     // bytes (null: not ready then, read through get())
+  band_hold hold_;  // the chunks of the record's band pinned through pin_ready (null bytes: not
+                    // ready then, read through try_get / get), kept across rows of one band
   std::vector<std::size_t> deferred_;      // one record's chunks (plan places) another reader
                                            // was decoding
   record_plan own_plan_;                   // a blob record's chunks and runs

@@ -166,12 +166,20 @@ class shared_chunk_cache {
       out[i] = it->second.bytes.get();
     }
   }
-  // Under one lock: unpins the chunks pin_ready() pinned (out[i] not null).
-  void unpin_ready(std::span<const std::uint64_t> keys,
-                   std::span<const std::byte* const> out) noexcept {
+  // Under one lock: unpins the chunks pin_ready() pinned (out[i] not null), counting
+  // `more_reads` further record reads each of them served while pinned (band_hold.hpp).
+  void unpin_ready(std::span<const std::uint64_t> keys, std::span<const std::byte* const> out,
+                   std::uint64_t more_reads = 0) noexcept {
     std::lock_guard lock(mutex_);
-    for (std::size_t i = 0; i < keys.size(); ++i)
-      if (out[i]) release(keys[i]);
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (!out[i]) continue;
+      if (more_reads) {
+        const auto it = table_.find(keys[i]);
+        if (it != table_.end()) it->second.reads += more_reads;
+        stats_.cache_hits += more_reads;
+      }
+      release(keys[i]);
+    }
   }
 
   // Relaxed atomics: no lock per record.

@@ -1,0 +1,92 @@
+// gpufeed — the chunks of one band a reader keeps pinned across consecutive records of it.
+//
+// A row of h5py's automatic chunks spans a band of 64 chunks; pinning them per record took the
+// source's cache mutex twice with 64 table lookups each, for every 16 KiB row: with 14 workers
+// that one mutex bounded the sequential rate (1.9 GB/s against 14 x 0.41 single-thread on the
+// H200, 2026-12-02). In sequential order a worker's task reads up to 512 rows of one band, so the
+// reader keeps the band's chunks pinned from one record to the next and counts the reads it
+// served, adding them to the chunks' read counts when it lets go (a pinned chunk is never
+// evicted, so counting late changes no eviction). It lets go when a record needs another band,
+// when the reader goes idle, and when it is destroyed. Holding one band per reader is within
+// the cache budget, which counts one unit per worker (cache_budget.hpp).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "gpufeed/detail/hdf5/shared_chunk_cache.hpp"
+
+namespace gpufeed::detail::hdf5 {
+
+class band_hold {
+ public:
+  explicit band_hold(shared_chunk_cache& cache) noexcept : cache_(&cache) {}
+  band_hold(const band_hold&) = delete;
+  band_hold& operator=(const band_hold&) = delete;
+  band_hold(band_hold&& o) noexcept
+      : cache_(o.cache_), keys_(std::move(o.keys_)), bytes_(std::move(o.bytes_)), band_(o.band_),
+        reads_(o.reads_), held_(o.held_) {
+    o.forget();
+  }
+  band_hold& operator=(band_hold&& o) noexcept {
+    if (this != &o) {
+      drop();
+      cache_ = o.cache_;
+      keys_ = std::move(o.keys_);
+      bytes_ = std::move(o.bytes_);
+      band_ = o.band_;
+      reads_ = o.reads_;
+      held_ = o.held_;
+      o.forget();
+    }
+    return *this;
+  }
+  ~band_hold() { drop(); }
+
+  // True when the chunks of band `band` (its first chunk's cache key) are held, all ready.
+  [[nodiscard]] bool holds(std::uint64_t band) const noexcept { return held_ && band_ == band; }
+
+  // Pins the ready chunks among keys() (bytes()[i] = their bytes, null when not ready). Call
+  // drop() before filling keys(). The pins last until drop().
+  void pin(std::uint64_t band) {
+    bytes_.resize(keys_.size());
+    cache_->pin_ready(keys_, bytes_);
+    band_ = band;
+  }
+  // A record read the held chunks again.
+  void count_read() noexcept { ++reads_; }
+  // Keeps the pins past this record when every chunk was ready; otherwise lets go.
+  void keep_if_complete() noexcept {
+    for (const std::byte* b : bytes_)
+      if (!b) return drop();
+    held_ = true;
+  }
+  void drop() noexcept {
+    if (!keys_.empty()) cache_->unpin_ready(keys_, bytes_, reads_);
+    keys_.clear();
+    bytes_.clear();
+    reads_ = 0;
+    held_ = false;
+  }
+
+  // The keys to pin (filled by the caller before pin()) and the pinned chunks' bytes.
+  [[nodiscard]] std::vector<std::uint64_t>& keys() noexcept { return keys_; }
+  [[nodiscard]] const std::vector<const std::byte*>& bytes() const noexcept { return bytes_; }
+
+ private:
+  void forget() noexcept {
+    keys_.clear();
+    bytes_.clear();
+    reads_ = 0;
+    held_ = false;
+  }
+
+  shared_chunk_cache* cache_;
+  std::vector<std::uint64_t> keys_;
+  std::vector<const std::byte*> bytes_;
+  std::uint64_t band_ = 0;
+  std::uint64_t reads_ = 0;  // records served since pin(), beyond the first
+  bool held_ = false;
+};
+
+}  // namespace gpufeed::detail::hdf5
