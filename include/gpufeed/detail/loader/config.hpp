@@ -28,6 +28,10 @@ struct pipeline_setup {
   // Cut worker tasks where the source's decode unit changes (decode_unit_source, sequential
   // order, automatic task size): a task runs on past chunk_records to the end of its unit.
   bool unit_tasks = false;
+  // Workers read a task's records in ascending record order, not batch order (block_shuffled
+  // over decode units: records of one band in a row; see auto_chunk_grouped). Each still lands
+  // in its own place in the slot, so the batch is the same.
+  bool sorted_tasks = false;
   sampler_state start;           // the first round to plan
   // The source's records per decode unit (loader_stats::records_per_decode_unit), and the
   // one-time notice the loader prints when shuffled order decodes whole units per record.
@@ -71,6 +75,19 @@ inline std::size_t auto_chunk(std::size_t batch, std::size_t capacity, std::size
   const std::size_t by_parallelism =
       std::max<std::size_t>(1, (batch + min_chunks - 1) / min_chunks);
   return std::clamp<std::size_t>(std::min(by_bytes, by_parallelism), 1, batch);
+}
+
+// block_shuffled over decode units: tasks of up to 8x auto_chunk's records (still enough tasks
+// in the prefetch window, 2 per worker), read in record order (pipeline_setup::sorted_tasks), so
+// a task's records of one band come one after another and its reader pins the band once for
+// them (band_hold.hpp) instead of once per record.
+inline std::size_t auto_chunk_grouped(std::size_t batch, std::size_t capacity, std::size_t workers,
+                                      std::size_t prefetch) {
+  const std::size_t base = auto_chunk(batch, capacity, workers, prefetch);
+  const std::size_t min_chunks = (2 * workers + prefetch - 1) / prefetch;
+  const std::size_t by_parallelism =
+      std::max<std::size_t>(1, (batch + min_chunks - 1) / min_chunks);
+  return std::clamp<std::size_t>(std::min(8 * base, by_parallelism), base, batch);
 }
 
 template <source Source>
@@ -120,8 +137,12 @@ pipeline_setup resolve_config(const Source& src, loader_config c,
                    : fixed_record_size(src);
   const bool automatic_chunks = c.chunk_records == 0;
   c.slot_data_bytes = slot_data_bytes(src, c, record_bytes);
+  const bool sorted_tasks = decode_unit_source<Source> && c.order == sample_order::block_shuffled &&
+                            !c.per_record;
   if (automatic_chunks)
-    c.chunk_records = auto_chunk(c.batch_size, c.slot_data_bytes, c.workers, c.prefetch);
+    c.chunk_records = sorted_tasks
+                          ? auto_chunk_grouped(c.batch_size, c.slot_data_bytes, c.workers, c.prefetch)
+                          : auto_chunk(c.batch_size, c.slot_data_bytes, c.workers, c.prefetch);
 
   sampler_options so;
   so.order = c.order;
@@ -167,8 +188,8 @@ pipeline_setup resolve_config(const Source& src, loader_config c,
   if (c.order == sample_order::shuffled && per_unit >= shuffled_notice_records)
     notice = shuffled_cost_notice(per_unit);
   const bool labels = has_labels(src);
-  return pipeline_setup{std::move(c),  std::move(order), record_bytes, labels, unit_tasks,
-                        start,         per_unit,         std::move(notice)};
+  return pipeline_setup{std::move(c), std::move(order), record_bytes,      labels, unit_tasks,
+                        sorted_tasks, start,            per_unit,          std::move(notice)};
 }
 
 }  // namespace gpufeed::detail

@@ -13,6 +13,7 @@
 // query per copy in flight, never a wait, so no thread blocks on the device in steady state.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <exception>
@@ -120,6 +121,7 @@ class producer {
     auto reader = make_reader(source_);
     record_stage<Source> stage(source_, s_.setup);
     const bool transform = static_cast<bool>(s_.setup.config.per_record);
+    std::vector<std::size_t> order;  // a task's positions in the order they are read
     worker_counters& c = s_.meter.worker(w);
     c.tid.store(static_cast<long>(::gettid()));
     for (;;) {
@@ -149,7 +151,12 @@ class producer {
         bytes = stage.run(reader, slot, l, task->begin, task->end, failures, transform_ns);
       } else {
         probe_range range(s_.engine->probe(), "gpufeed read");
-        for (std::size_t k = task->begin; k < task->end; ++k) {
+        order.clear();
+        for (std::size_t k = task->begin; k < task->end; ++k) order.push_back(k);
+        if (s_.setup.sorted_tasks)
+          std::sort(order.begin(), order.end(),
+                    [&](std::size_t a, std::size_t b) { return idx[a] < idx[b]; });
+        for (const std::size_t k : order) {
           try {
             reader.read(idx[k], std::span(data + off[k], off[k + 1] - off[k]));
             bytes += off[k + 1] - off[k];
