@@ -153,9 +153,17 @@ class producer {
         probe_range range(s_.engine->probe(), "gpufeed read");
         order.clear();
         for (std::size_t k = task->begin; k < task->end; ++k) order.push_back(k);
-        if (s_.setup.sorted_tasks)
+        if (s_.setup.sorted_tasks) {
           std::sort(order.begin(), order.end(),
                     [&](std::size_t a, std::size_t b) { return idx[a] < idx[b]; });
+          // Each worker starts its sweep elsewhere: workers on tasks of one batch would
+          // otherwise reach the same units in the same order and queue behind each other's
+          // decodes (records in one chunk have no other chunk to take meanwhile).
+          const std::size_t workers = s_.setup.config.workers;
+          std::rotate(order.begin(),
+                      order.begin() + static_cast<std::ptrdiff_t>(w % workers * order.size() / workers),
+                      order.end());
+        }
         for (const std::size_t k : order) {
           try {
             reader.read(idx[k], std::span(data + off[k], off[k + 1] - off[k]));
