@@ -16,8 +16,9 @@
 // manifest, so each shard's record count comes from opening it (and closing it) at
 // construction. The block_shuffled rows time what a loader plans at construction before its
 // threads start (detail::resolve_config: the order's units over the whole source and the median
-// decode unit length) over 1,000 fixed-layout, deflated HDF5 shards (64 rows of 256 bytes,
-// chunks of 16 rows), with a manifest stating band heights and with an older one that does not.
+// decode unit length) over 1,000 fixed-layout, deflated HDF5 shards (64 rows of 16 KiB, chunks
+// of 16 rows: a unit is about a shard), with a manifest stating band heights and with an older
+// one that does not.
 // Files are in the page cache: this measures opening (superblock, index, descriptors), not
 // storage.
 #include <hdf5.h>
@@ -84,7 +85,7 @@ std::uint64_t write_lmdb_shard(const fs::path& p, std::uint64_t records, std::ui
     const std::uint64_t n = 16 + (seed * 31 + r * 17) % 65;
     std::vector<std::uint8_t> v(n);
     for (std::uint64_t j = 0; j < n; ++j) v[j] = static_cast<std::uint8_t>(seed + r + j);
-    char key[16];
+    char key[24];
     std::snprintf(key, sizeof key, "%08llu", static_cast<unsigned long long>(r));
     MDB_val k{8, key}, val{n, v.data()};
     mdb_put(txn, dbi, &k, &val, 0);
@@ -96,12 +97,13 @@ std::uint64_t write_lmdb_shard(const fs::path& p, std::uint64_t records, std::ui
   return max;
 }
 
-// A fixed-layout shard: `records` rows of 256 bytes, deflate level 1 in chunks of 16 rows.
+// A fixed-layout shard: `records` rows of fixed_row bytes, deflate level 1 in chunks of 16 rows.
+constexpr std::size_t fixed_row = 16384;  // a storage block (1 MiB) is 64 rows: about a shard
 void write_fixed_shard(const fs::path& p, std::uint64_t records, std::uint64_t seed) {
-  std::vector<std::uint8_t> data(records * 256);
+  std::vector<std::uint8_t> data(records * fixed_row);
   for (std::size_t j = 0; j < data.size(); ++j) data[j] = static_cast<std::uint8_t>(seed + j / 7);
   const hid_t f = H5Fcreate(p.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  const hsize_t dims[2] = {records, 256}, chunk[2] = {16, 256};
+  const hsize_t dims[2] = {records, fixed_row}, chunk[2] = {16, fixed_row};
   const hid_t sp = H5Screate_simple(2, dims, nullptr);
   const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
   H5Pset_chunk(dcpl, 2, chunk);
@@ -227,7 +229,7 @@ int main(int argc, char** argv) {
     fpaths.push_back(dir / "fixed" / name);
     write_fixed_shard(fpaths.back(), records, static_cast<std::uint64_t>(k));
     s.file = name;
-    s.max_record = s.min_record = 256;
+    s.max_record = s.min_record = fixed_row;
     s.band_rows = 16;
     fm.shards.push_back(s);
   }

@@ -15,6 +15,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -49,8 +50,10 @@ inline std::optional<pack_manifest> read_pack_manifest(const std::filesystem::pa
   if (t.find("\"kind\": \"gpufeed pack manifest\"") == std::string::npos) return std::nullopt;
   const auto number_after = [&](std::size_t from, std::size_t end, const char* key)
       -> std::optional<std::uint64_t> {
-    const std::size_t k = t.find(key, from);
-    if (k == std::string::npos || k > end) return std::nullopt;
+    // Searched within [from, end) only: a key absent from one shard's entry must not cost a
+    // search through the rest of the file (quadratic over 1,000 shards).
+    const std::size_t k = std::string_view(t).substr(0, end).find(key, from);
+    if (k == std::string::npos) return std::nullopt;
     std::size_t i = k + std::char_traits<char>::length(key);
     std::uint64_t v = 0;
     bool any = false;

@@ -124,17 +124,17 @@ class catalog {
   }
 
   // Every shard opened now. Opening all before scanning lets one read of /proc/self/maps locate
-  // every map.
+  // every map where map_base_direct() cannot.
   void open_all() {
     extents_from_ = "opened";
     std::vector<std::unique_ptr<shard_table>> tables;
     for (const auto& sl : slots_)
       tables.push_back(std::make_unique<shard_table>(open_shard(sl->path, max_readers_,
                                                                 immutable_), 0));
-    const std::vector<mapping> maps = file_mappings();
+    const std::vector<mapping> maps = file_mappings();  // (LMDB never moves a map)
     for (std::size_t k = 0; k < slots_.size(); ++k) {
       tables[k]->first = first_.back();
-      tables[k]->scan(maps, datum_, immutable_);
+      tables[k]->scan(&maps, datum_, immutable_);
       slots_[k]->expected = extent_of(*tables[k]);
       first_.push_back(first_.back() + tables[k]->records());
     }

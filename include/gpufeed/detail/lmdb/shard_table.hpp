@@ -106,9 +106,10 @@ class shard_table {
   }
 
   // Reads every record of the open shard: every key and value must lie inside the file (checked
-  // against where LMDB mapped it, found in `maps`), Datum values must parse. Errors name the
+  // against where LMDB mapped it: map_base_direct(), else found in `maps`, read now when null),
+  // Datum values must parse. Errors name the
   // data file and the global record.
-  void scan(const std::vector<mapping>& maps, bool datum, bool immutable) {
+  void scan(const std::vector<mapping>* maps, bool datum, bool immutable) {
     datum_ = datum;
     immutable_ = immutable;
     scan_records(maps);
@@ -121,7 +122,8 @@ class shard_table {
   }
 
  private:
-  void scan_records(const std::vector<mapping>& maps) {
+  void scan_records(const std::vector<mapping>* maps) {
+    std::vector<mapping> read_here;
     const std::uint64_t first_rec = first;
     read_txn txn;
     if (int rc = txn.activate(s.handle.get()); rc != MDB_SUCCESS)
@@ -159,7 +161,12 @@ class shard_table {
                                 std::to_string(st.ms_entries) + ") or the file can hold",
                             record_context(s, rec));
       if (!s.valid.known()) {
-        const std::byte* base = map_base_of(maps, k.mv_data, s.map_size);
+        const std::byte* base = map_base_direct(k.mv_data, s.psize, s.map_size, s.fd);
+        if (!base && !maps) {
+          read_here = file_mappings();
+          maps = &read_here;
+        }
+        if (!base) base = map_base_of(*maps, k.mv_data, s.map_size);
         if (base) s.valid = region{base, immutable_ ? s.file_size : s.map_size};
       }
       if (!s.valid.contains(k.mv_data, k.mv_size) || !s.valid.contains(v.mv_data, v.mv_size) ||
@@ -248,7 +255,7 @@ inline std::unique_ptr<shard_table> open_table(const std::filesystem::path& path
                                                std::uint64_t first, bool datum, bool immutable,
                                                unsigned max_readers) {
   auto t = std::make_unique<shard_table>(open_shard(path, max_readers, immutable), first);
-  t->scan(file_mappings(), datum, immutable);
+  t->scan(nullptr, datum, immutable);
   return t;
 }
 
