@@ -195,8 +195,13 @@ TEST_CASE("LMDB: raw values and Caffe Datum values, several shards") {
     CHECK(lazy.shards_opened() == 1);
     CHECK(lazy.size() == in.size());
     std::vector<std::byte> buf(lazy.max_record_size());
-    CHECK_THROWS_WITH_AS(lazy.read(r.shard_info[2].first_record, buf),
-                         doctest::Contains(bad.string()), format_error);
+    std::string named;
+    try {
+      lazy.read(r.shard_info[2].first_record, buf);
+    } catch (const format_error& e) {
+      named = e.file();
+    }
+    CHECK(named == bad.string());
   }
 }
 
