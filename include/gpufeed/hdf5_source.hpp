@@ -37,7 +37,8 @@
 //
 // Opening (hdf5_options::open). Lazy by default: the first shard is opened at construction, every
 // other one when a record of it is first used (read, record_size of a blob record, label,
-// decode_unit), once and thread-safely, so a rank opens only the shards its records lie in.
+// decode_unit unless the manifest states the shard's band height), once and thread-safely
+// (detail/lazy_slot.hpp), so a rank opens only the shards its records lie in.
 // Their record counts and largest records come up front from `gpufeed pack`'s manifest.json
 // beside the first shard, else from a header read per shard (closed again); a shard that no
 // longer matches them is a format_error naming it. shards() describes every shard and so opens
