@@ -18,12 +18,13 @@
 // that closes it again (descriptors stay bounded, the time does not). A failed open throws its
 // typed error naming the shard to every caller until an open succeeds; a shard that no longer
 // has the counts and sizes the manifest stated is a format_error naming it ("the shard changed
-// since"). eager, and every mutable (immutable = false) source, opens all at construction. Before LMDB touches the map, the two meta pages are read
-// and checked and the file must hold every page in use (a truncated data.mdb is refused instead
-// of raising SIGBUS later); for immutable shards the B-tree's branch and leaf pages are checked
-// too, so a damaged page is a corrupt_error instead of an LMDB assertion (abort). Every key and
-// value must lie inside the file; a value on overflow pages must find its page's header naming
-// that page, P_OVERFLOW and enough pages, and no two values may share overflow pages.
+// since"). eager, and every mutable (immutable = false) source, opens all at construction.
+// Before LMDB touches the map, the two meta pages are read and checked and the file must hold
+// every page in use (a truncated data.mdb is refused instead of raising SIGBUS later); for
+// immutable shards the B-tree's branch and leaf pages are checked too, so a damaged page is a
+// corrupt_error instead of an LMDB assertion (abort). Every key and value must lie inside the
+// file; a value on overflow pages must find its page's header naming that page, P_OVERFLOW and
+// enough pages, and no two values may share overflow pages.
 //
 // Reading: the record is looked up by key (mdb_get) in a read transaction and copied once from
 // the map into the caller's memory; its value must still have the size seen at open, or the read
@@ -187,13 +188,14 @@ class lmdb_source {
     return entry(i).label;
   }
 
-  // The record's LMDB key (valid as long as the source).
   // Models read_ahead_source: madvise(MADV_WILLNEED) over the mapped pages holding the values of
-  // records [first, first + count) (clipped), neighbouring pages merged; advice only.
+  // records [first, first + count) (clipped), neighbouring pages merged; advice only. Shards not
+  // opened yet are not advised (opening is I/O; their first read opens them).
   void will_need(std::uint64_t first, std::uint64_t count) const noexcept {
     if (state_) detail::lmdb::advise_records(state_->records, first, count);
   }
 
+  // The record's LMDB key (valid as long as the source).
   [[nodiscard]] std::span<const std::byte> key(std::uint64_t i) const {
     detail::lmdb::check_index(state_->records, i);
     const auto& c = state_->records;

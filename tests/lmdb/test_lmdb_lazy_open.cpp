@@ -272,3 +272,20 @@ TEST_CASE("lmdb lazy: an epoch through the loader delivers every record once, by
   for (const int n : seen) CHECK(n == 1);
   CHECK(src.shards_opened() == shard_count);
 }
+
+TEST_CASE("lmdb: the map base from the key's page agrees with /proc/self/maps") {
+  // Lazy opens confirm the base with one stat of /proc/self/map_files; /proc/self/maps is the
+  // fallback where that fails: both must name the same base.
+  test::temp_dir dir("lmbase");
+  const auto set = write_shards(dir.path(), false);
+  for (int k : {0, 5}) {
+    const auto t = detail::lmdb::open_table(set.paths[static_cast<std::size_t>(k)], 0, false,
+                                            true, 8);
+    REQUIRE(t->s.valid.known());
+    const std::byte* in_map = t->s.valid.base + t->value_offset(0);
+    CHECK(detail::lmdb::map_base_of(detail::lmdb::file_mappings(), in_map, t->s.map_size) ==
+          t->s.valid.base);
+    CHECK(detail::lmdb::map_base_direct(in_map, t->s.psize, t->s.map_size, t->s.fd) ==
+          t->s.valid.base);
+  }
+}
