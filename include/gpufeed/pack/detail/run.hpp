@@ -337,6 +337,7 @@ inline pack_result run_job(const pack_job& job, const std::filesystem::path& out
     ms.min_record = s.records ? min_record : 0;
     // HDF5: rows per band of chunks (what hdf5_source::decode_unit answers for an unopened
     // shard): 0 uncompressed, chunk rows for the fixed layout; compressed blob shards: unstated.
+#if defined(GPUFEED_PACK_HDF5)
     if (!lmdb) {
       const std::uint64_t chunk = plan.shards[si].chunk;
       if (!compressed || chunk == 0)
@@ -344,6 +345,7 @@ inline pack_result run_job(const pack_job& job, const std::filesystem::path& out
       else if (job.shape.fixed())
         ms.band_rows = chunk / job.shape.row_bytes;
     }
+#endif
     m.shards.push_back(std::move(ms));
   }
   write_file_atomically(out_dir, manifest_name, manifest_text(m));
