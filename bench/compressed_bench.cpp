@@ -224,6 +224,7 @@ class runner {
             {"amplification", d.amplification()},
             {"cache_hits", d.cache_hits},
             {"uncached_decodes", d.uncached_decodes},
+            {"decoded_ahead", d.decoded_ahead},
             {"cache_peak_bytes", d.cache_peak_bytes},
             {"cache_budget_bytes", d.cache_budget_bytes},
             {"shuffle_window", s.shuffle_window},

@@ -17,6 +17,8 @@ struct decode_stats {
   std::uint64_t cache_waits = 0;      // of those, reads that waited for another worker's decode
   std::uint64_t uncached_decodes = 0;  // decodes that found no room in the budget (every cached
                                        // chunk in use): decoded for one record, then dropped
+  std::uint64_t decoded_ahead = 0;     // of chunks_decoded, those decoded ahead of their reads
+                                       // (block_shuffled: the next window's, by idle workers)
   std::size_t cache_peak_bytes = 0;    // most decoded bytes held at once
   std::size_t cache_budget_bytes = 0;  // the cache's byte budget (hdf5_options or automatic)
 
@@ -39,6 +41,7 @@ inline decode_stats since(const decode_stats& now, const decode_stats& before) n
   d.cache_hits -= before.cache_hits;
   d.cache_waits -= before.cache_waits;
   d.uncached_decodes -= before.uncached_decodes;
+  d.decoded_ahead -= before.decoded_ahead;
   return d;
 }
 

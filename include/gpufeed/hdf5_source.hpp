@@ -319,6 +319,25 @@ class hdf5_source::reader {
     impl_.read(s, state_->key_base[k], local, i, dst);
   }
 
+  // Decodes ahead, into the shared cache, the chunks records [first, first + count) will read
+  // (the loader's idle workers do it for block_shuffled's next window), while the cache has room
+  // without evicting chunks still being read. Opens shards not opened yet. Never throws: a
+  // shard or chunk that fails is left to the reads, which report it.
+  void decode_ahead(std::uint64_t first, std::uint64_t count) noexcept {
+    const std::uint64_t n = state_->first.back();
+    if (first >= n) return;
+    const std::uint64_t end = n - first < count ? n : first + count;
+    try {
+      for (std::size_t k = state_->locate(first); k < state_->shard_count(); ++k) {
+        const std::uint64_t lo = state_->first[k], hi = state_->first[k + 1];
+        if (lo >= end) break;
+        impl_.decode_ahead(state_->shard(k), state_->key_base[k], std::max(first, lo) - lo,
+                           std::min(end, hi) - lo);
+      }
+    } catch (...) {
+    }
+  }
+
   // Drops this reader's scratch buffers when they hold more than 16 MiB (the shared cache of
   // decoded chunks stays: the next batch may reuse it).
   void idle() noexcept { impl_.release(std::size_t{16} << 20); }

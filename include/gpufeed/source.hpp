@@ -63,6 +63,9 @@ struct read_plan {
   // Records the planner may have in flight ahead of the consumer (prefetch x batch_size).
   std::uint64_t lookahead_records = 0;
   std::size_t workers = 0;
+  // The loader's idle workers decode the next window's units ahead of its reads (readers with
+  // decode_ahead, block_shuffled order): room for a second window.
+  bool decode_ahead = false;
 };
 
 template <class S>
@@ -150,6 +153,13 @@ auto make_reader(const S& s) {
   else
     return plain_reader<S>(s);
 }
+
+// A per-thread reader that can decode records ahead of their reads into its source's cache:
+// r.decode_ahead(first, count), noexcept (a failure is left to the read, which reports it).
+template <class R>
+concept decode_ahead_reader = requires(R& r, std::uint64_t i) {
+  { r.decode_ahead(i, i) } noexcept;
+};
 
 // Calls r.idle() when the reader defines it.
 template <class R>

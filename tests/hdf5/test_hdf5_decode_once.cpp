@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <atomic>
 #include <barrier>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -18,7 +20,9 @@
 #include <iterator>
 #include <latch>
 #include <numeric>
+#include <mutex>
 #include <random>
+#include <set>
 #include <string>
 #include <sys/wait.h>
 #include <thread>
@@ -207,6 +211,64 @@ TEST_CASE("block_shuffled through the loader, 3 workers: each chunk decoded once
   }
 }
 
+TEST_CASE("block_shuffled, 4 windows an epoch: workers decode the next window ahead, once") {
+  // 2048 rows of 1024 float32 (4 KiB) in chunks of 16 x 256, shuffle + deflate: a row spans 4
+  // chunks, a band (decode unit) is 16 rows, 64 KiB; the order's units are 1 MiB storage blocks
+  // (16 bands), so a window of 2 of them is 32 bands and an epoch has 4 windows.
+  gpufeed::test::temp_dir dir("h5ahead");
+  const fs::path path = dir.path() / "ahead.h5";
+  constexpr std::size_t rows = 2048, cols = 1024;
+  std::vector<float> values(rows * cols);
+  for (std::size_t k = 0; k < values.size(); ++k)
+    values[k] = static_cast<float>(k / cols) + static_cast<float>(k % 97) / 64.0f;
+  {
+    gpufeed::test::h5_file f(path);
+    gpufeed::test::dataset_spec d;
+    d.file_type = d.mem_type = H5T_NATIVE_FLOAT;
+    d.dims = {rows, cols};
+    d.chunk = {16, 256};
+    d.shuffle = true;
+    d.deflate = 1;
+    f.add(d, values);
+  }
+  constexpr std::uint64_t band = 16 * cols * 4, chunks = rows / 16 * 4, window_bands = 2 * 16;
+  // Room for the window being read, the next one decoded ahead, the look-ahead (4 batches of
+  // 32 rows: 9 bands) and one band per worker: cache_budget.hpp's sizing with decode-ahead.
+  hdf5_options o;
+  o.decode_cache_bytes = (2 * window_bands + 9 + 3) * band;
+  REQUIRE(*o.decode_cache_bytes < rows * cols * 4);  // eviction is exercised
+  hdf5_source src(path, o);
+  const decode_counter counter;
+  loader_config c;
+  c.order = sample_order::block_shuffled;
+  c.shuffle_window = 2;
+  c.batch_size = 32;
+  c.workers = 3;
+  c.prefetch = 4;
+  c.epochs = 1;
+  loader<hdf5_source> l(src, c);
+  REQUIRE(l.stats().shuffle_window == 2);
+  std::size_t bad = 0, records = 0;
+  const auto* want = reinterpret_cast<const std::byte*>(values.data());
+  while (auto b = l.next()) {
+    for (std::size_t k = 0; k < b->size(); ++k) {
+      const auto got = b->record(k);
+      bad += !std::equal(got.begin(), got.end(), want + b->indices()[k] * cols * 4);
+    }
+    records += b->size();
+  }
+  CHECK(bad == 0);
+  CHECK(records == rows);
+  check_counts(decode_counter::take(), chunks, true);
+  const auto ds = l.stats().decode;
+  REQUIRE(ds.has_value());
+  CHECK(ds->chunks_decoded == chunks);
+  CHECK(ds->decoded_ahead > 0);
+  CHECK(ds->decoded_ahead <= chunks - window_bands * 4);  // never the first window
+  CHECK(ds->uncached_decodes == 0);
+  CHECK(ds->cache_peak_bytes <= ds->cache_budget_bytes);
+}
+
 namespace {
 // Records the plan the loader passes (read_planning_source).
 struct planned_source : test::memory_source {
@@ -271,6 +333,53 @@ TEST_CASE("window order, 4 readers, budget of the window: each chunk once per ep
     CHECK(ds.uncached_decodes == 0);
     CHECK(ds.records == 3 * src.size());
   }
+}
+
+namespace {
+// The first decode blocks until `others` other chunks have been decoded (or 10 s pass).
+struct blocking_first_decode {
+  static inline std::mutex mutex;
+  static inline std::condition_variable cv;
+  static inline std::uint64_t blocked_address = UINT64_MAX;
+  static inline std::set<std::uint64_t> decoded;  // chunk addresses, the blocked one excluded
+  static inline std::size_t others = 0;
+  static inline bool released_by_others = false;
+
+  static void observe(const detail::hdf5::shard_index&, const detail::hdf5::chunk_entry& c) noexcept {
+    std::unique_lock lock(mutex);
+    if (blocked_address == UINT64_MAX) {
+      blocked_address = c.address;
+      released_by_others = cv.wait_for(lock, std::chrono::seconds(10),
+                                        [] { return decoded.size() >= others; });
+      return;
+    }
+    if (c.address != blocked_address) decoded.insert(c.address);
+    cv.notify_all();
+  }
+};
+}  // namespace
+
+TEST_CASE("two readers on one band decode its chunks side by side, not one behind the other") {
+  // gzip_span: a row spans 16 chunks; rows 0 and 1 share them. Whichever reader decodes first
+  // stalls in its first chunk until the other has decoded the other 15: a reader that waited
+  // for a chunk being decoded while the record's other chunks were still undecoded would leave
+  // them undone, and the stall would end only by its timeout.
+  const shape sh = shape_of("gzip_span");
+  const auto want = expected("gzip_span");
+  hdf5_source src(fixtures() / "gzip_span.h5");
+  blocking_first_decode::others = 15;
+  detail::hdf5::chunk_decode_observer.store(&blocking_first_decode::observe);
+  std::vector<std::vector<std::byte>> got(2, std::vector<std::byte>(sh.row_bytes));
+  {
+    std::vector<std::jthread> readers;
+    for (std::uint64_t row = 0; row < 2; ++row)
+      readers.emplace_back([&, row] { src.make_reader().read(row, got[row]); });
+  }
+  detail::hdf5::chunk_decode_observer.store(nullptr);
+  CHECK(blocking_first_decode::released_by_others);
+  CHECK(blocking_first_decode::decoded.size() == 15);  // each of the band's chunks once
+  for (std::uint64_t row = 0; row < 2; ++row)
+    CHECK(std::equal(got[row].begin(), got[row].end(), want.begin() + row * sh.row_bytes));
 }
 
 TEST_CASE("a reader that lags a whole epoch behind keeps its chunks: spent ones go first") {

@@ -35,8 +35,9 @@ TEST_CASE("validate_blob_offsets") {
 }
 
 TEST_CASE("unshuffle undoes HDF5's byte-plane shuffle, leftover bytes included") {
-  for (std::size_t elem : {1u, 2u, 4u, 8u, 3u}) {
-    for (std::size_t n : {0u, 1u, 5u, 8u, 17u, 64u, 67u}) {
+  // sizes around the 16-element steps of the SSE2 paths (2, 4, 8) and the generic one (3, 16)
+  for (std::size_t elem : {1u, 2u, 4u, 8u, 3u, 16u}) {
+    for (std::size_t n : {0u, 1u, 5u, 8u, 17u, 64u, 67u, 255u, 256u, 1000u, 4099u, 131077u}) {
       CAPTURE(elem);
       CAPTURE(n);
       std::vector<std::byte> plain(n), shuffled(n), back(n);

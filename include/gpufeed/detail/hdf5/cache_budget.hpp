@@ -5,7 +5,8 @@
 // every unit that is open at once — decoded, with records still to read this epoch:
 //   block_shuffled  the window's W units, plus the units the planner's look-ahead reaches past
 //                   the window's edge (prefetch x batch_size records, at R records per unit:
-//                   ceil(L / R) + 1), plus one per worker starting a unit;
+//                   ceil(L / R) + 1), plus one per worker starting a unit; W more when the
+//                   loader's workers decode the next window ahead (read_plan::decode_ahead);
 //   sequential      the look-ahead alone (W = 0);
 //   shuffled        the same sizing; random order reuses little whatever the budget.
 // With that budget, shared_chunk_cache's eviction rule decodes each chunk at most once per
@@ -60,7 +61,8 @@ inline std::size_t automatic_cache_budget(const unit_geometry& u, const read_pla
   std::uint64_t window = p.window_units;
   if (!window && p.window_records) window = (p.window_records + r - 1) / r + 1;
   const std::uint64_t ahead = (p.lookahead_records + r - 1) / r + 1;
-  const std::uint64_t units = window + ahead + p.workers;
+  // decoding ahead holds the next window beside the one being read
+  const std::uint64_t units = (p.decode_ahead ? 2 * window : window) + ahead + p.workers;
   std::uint64_t want = saturating_mul(units, u.band_bytes);
   want = std::max(want, saturating_mul(p.workers + 1, u.record_bytes));
   want = std::max<std::uint64_t>(want, min_cache_budget);

@@ -140,6 +140,7 @@ inline std::string index_chunks(shard_index& s, hid_t dset, hid_t dcpl, const st
   } else {
     s.chunks_per_record = 1;
     for (int d = 1; d < s.rank; ++d) s.chunks_per_record *= g.grid[d];
+    s.rows = row_plan::of(g, s.dims);
   }
 
   s.chunks.resize(static_cast<std::size_t>(g.chunk_count));

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "gpufeed/detail/hdf5/unshuffle.hpp"  // shuffle, the other size-preserving filter
+
 namespace gpufeed::detail::hdf5 {
 
 // HDF5's Fletcher-32 (H5_checksum_fletcher32): 16-bit words read big-endian, sums started at 0,
@@ -52,25 +54,6 @@ inline bool fletcher32_matches(const std::byte* data, std::size_t n) noexcept {
   const std::uint32_t sum = fletcher32(data, n - 4);
   const std::uint32_t reversed = ((sum & 0x00ff00ffu) << 8) | ((sum >> 8) & 0x00ff00ffu);
   return stored == sum || stored == reversed;
-}
-
-// Undoes HDF5's shuffle filter: the stored bytes are byte planes (byte 0 of every element, then
-// byte 1, ...) followed by the n % element_size leftover bytes unchanged. Buffers of one element
-// or fewer, or elements of one byte, are stored as they are. dst and src do not overlap.
-inline void unshuffle(const std::byte* src, std::byte* dst, std::size_t n,
-                      std::size_t element_size) noexcept {
-  const std::size_t elements = element_size ? n / element_size : 0;
-  if (element_size <= 1 || elements <= 1) {
-    if (n) std::memcpy(dst, src, n);
-    return;
-  }
-  for (std::size_t b = 0; b < element_size; ++b) {
-    const std::byte* plane = src + b * elements;
-    std::byte* out = dst + b;
-    for (std::size_t i = 0; i < elements; ++i) out[i * element_size] = plane[i];
-  }
-  const std::size_t done = elements * element_size;
-  if (n > done) std::memcpy(dst + done, src + done, n - done);
 }
 
 // Reverses the bytes of each element in place (element_size 2, 4 or 8; others are left alone).

@@ -45,6 +45,16 @@ struct chunk_grid {
     chunk_bytes = stride;
   }
 
+  // Grid position of the chunk with row-major index k (inverse of linear()).
+  [[nodiscard]] coords position(std::uint64_t k) const noexcept {
+    coords g{};
+    for (int d = rank - 1; d >= 0; --d) {
+      g[d] = grid[d] ? k % grid[d] : 0;
+      k = grid[d] ? k / grid[d] : 0;
+    }
+    return g;
+  }
+
   // Row-major index of the chunk at grid position g.
   [[nodiscard]] std::uint64_t linear(const coords& g) const noexcept {
     std::uint64_t k = 0;

@@ -24,6 +24,7 @@
 #include "gpufeed/detail/hdf5/chunk_decoders.hpp"
 #include "gpufeed/detail/hdf5/filters.hpp"
 #include "gpufeed/detail/hdf5/geometry.hpp"
+#include "gpufeed/detail/hdf5/record_plan.hpp"
 #include "gpufeed/detail/hdf5/shard.hpp"
 #include "gpufeed/detail/hdf5/shared_chunk_cache.hpp"
 #include "gpufeed/error.hpp"
@@ -63,6 +64,36 @@ class record_reader {
     if (s.swap) byteswap_elements(dst.data(), n, s.element_size);
   }
 
+  // Decodes into the shared cache the chunks of every band that local records [lo, hi) of s
+  // touch, for reads to come (block_shuffled: the next window's units), while the cache has
+  // room without evicting chunks still being read (shared_chunk_cache::decode_ahead). Never
+  // throws: a chunk that fails to decode is left for the read that needs it, which reports it.
+  void decode_ahead(const shard_index& s, std::uint64_t key_base, std::uint64_t lo,
+                    std::uint64_t hi) noexcept {
+    hi = std::min(hi, s.records);
+    if (s.kind != read_kind::chunked || s.pipeline.empty() || lo >= hi) return;
+    const std::uint64_t first = s.blob ? s.offsets[lo] : lo;  // along dimension 0
+    const std::uint64_t end = s.blob ? s.offsets[hi] : hi;
+    if (end <= first || s.grid.grid[0] == 0) return;
+    const record_plan& rows = s.rows.plan;
+    if (!s.blob && s.rows.usable() && rows.runs.size() == rows.chunks() &&
+        rows.runs.front().len == s.grid.chunk_bytes)
+      return;  // each row is whole chunks, decoded straight into it: the cache never serves it
+    const std::uint64_t band_chunks = s.grid.chunk_count / s.grid.grid[0];
+    const std::uint64_t b0 = first / s.grid.chunk[0], b1 = (end - 1) / s.grid.chunk[0] + 1;
+    try {
+      for (std::uint64_t b = b0; b < b1; ++b)
+        for (std::uint64_t k = b * band_chunks; k < (b + 1) * band_chunks; ++k) {
+          const chunk_entry& c = s.chunks[static_cast<std::size_t>(k)];
+          if (s.unfiltered(c)) continue;
+          if (!cache_->decode_ahead(key_base + k, s.grid.chunk_bytes, chunk_users(s, b),
+                                    [&](std::span<std::byte> buf) { decode(s, c, k, buf, 0); }))
+            return;  // no room: the reads decode the rest
+        }
+    } catch (...) {
+    }
+  }
+
   // Frees the scratch buffers when they hold more than `keep` bytes (the shared cache stays).
   void release(std::size_t keep = 0) noexcept {
     if (stored_.capacity() + a_.capacity() + b_.capacity() + own_.capacity() <= keep) return;
@@ -72,11 +103,12 @@ class record_reader {
     own_.release();
   }
 
-  // Records that read chunk g once per epoch: the rows (fixed) or the non-empty records (blob,
-  // counted by their offsets) that overlap it along dimension 0. Records holding a whole chunk
-  // never reach the cache, so they are not counted.
-  static std::uint64_t chunk_users(const shard_index& s, const coords& g) noexcept {
-    const std::uint64_t lo = g[0] * s.grid.chunk[0];
+  // Records that read a chunk of band `band` (its chunk index along dimension 0) once per epoch:
+  // the rows (fixed) or the non-empty records (blob, counted by their offsets) that overlap it
+  // along dimension 0. Records holding a whole chunk never reach the cache, so they are not
+  // counted.
+  static std::uint64_t chunk_users(const shard_index& s, std::uint64_t band) noexcept {
+    const std::uint64_t lo = band * s.grid.chunk[0];
     const std::uint64_t hi = std::min(lo + s.grid.chunk[0], s.grid.dims[0]);
     if (hi <= lo) return 1;
     if (!s.blob) return hi - lo;
@@ -93,19 +125,34 @@ class record_reader {
  private:
   void read_chunked(const shard_index& s, std::uint64_t key_base, std::uint64_t local,
                     std::uint64_t global, std::span<std::byte> dst) {
-    const record_box box = s.box(local);
+    // The record's chunks and runs: the shard's row plan shifted to this row (fixed layout), or
+    // worked out now (blob records, and rows too scattered for a plan).
+    const record_plan* plan = &s.rows.plan;
+    std::uint64_t base = 0;
+    std::size_t shift = 0;
+    if (!s.blob && s.rows.usable()) {
+      base = local / s.rows.band_rows * s.rows.band_chunks;
+      shift = static_cast<std::size_t>(local % s.rows.band_rows) * s.rows.row_stride;
+    } else {
+      own_plan_.build(s.grid, s.box(local));
+      plan = &own_plan_;
+    }
+    const std::size_t n = plan->chunks();
+    auto direct = [&](std::size_t i, const chunk_entry& c) {  // no copy through the cache
+      const std::size_t runs = plan->first[i + 1] - plan->first[i];
+      return runs == 1 && (s.unfiltered(c) || plan->runs[plan->first[i]].len == s.grid.chunk_bytes);
+    };
     // A record spanning several chunks pins every ready one under one lock (and unpins them
     // under one), instead of two lock round trips per chunk: h5py's automatic chunks put one
     // 16 KiB row over 64 chunks.
     held_keys_.clear();
     held_.clear();
-    if (s.chunks_per_record > 1) {
-      for_each_chunk(s.grid, box, [&](std::uint64_t k, const coords& g) {
-        const chunk_entry& c = s.chunks[static_cast<std::size_t>(k)];
-        const chunk_part part(s.grid, box, g);
-        if (!(s.unfiltered(c) && part.runs() == 1) && !part.whole_chunk())
-          held_keys_.push_back(key_base + k);
-      });
+    deferred_.clear();
+    if (n > 1) {
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::uint64_t k = base + plan->chunk[i];
+        if (!direct(i, s.chunks[static_cast<std::size_t>(k)])) held_keys_.push_back(key_base + k);
+      }
       held_.resize(held_keys_.size());
       cache_->pin_ready(held_keys_, held_);
     }
@@ -115,42 +162,57 @@ class record_reader {
         if (!r.held_keys_.empty()) r.cache_->unpin_ready(r.held_keys_, r.held_);
       }
     } unpin{*this};
+    auto copy_out = [&](std::size_t i, const std::byte* bytes) {
+      for (std::size_t r = plan->first[i]; r < plan->first[i + 1]; ++r) {
+        const record_run& run = plan->runs[r];
+        std::memcpy(dst.data() + run.dst, bytes + run.src + shift, run.len);
+      }
+    };
+    auto users = [&](std::uint64_t k) { return chunk_users(s, k / s.rows.band_chunks); };
     std::size_t next_held = 0;
-    for_each_chunk(s.grid, box, [&](std::uint64_t k, const coords& g) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint64_t k = base + plan->chunk[i];
       const chunk_entry& c = s.chunks[static_cast<std::size_t>(k)];
-      const chunk_part part(s.grid, box, g);
-      if (s.unfiltered(c) && part.runs() == 1) {  // straight from the file into the record
-        part.for_each_run([&](std::size_t src, std::size_t at, std::size_t len) {
-          s.file.read_exact(dst.data() + at, len, c.address + src, global);
-        });
-        return;
+      if (direct(i, c)) {
+        const record_run& run = plan->runs[plan->first[i]];
+        if (s.unfiltered(c)) {  // straight from the file into the record
+          s.file.read_exact(dst.data() + run.dst, run.len, c.address + run.src + shift, global);
+        } else {  // the record holds the whole chunk: decode into it
+          decode(s, c, k, dst.subspan(run.dst, run.len), global);
+          cache_->count_direct_decode(run.len);
+        }
+        continue;
       }
-      if (part.whole_chunk()) {  // the record holds the whole chunk: decode into it
-        part.for_each_run([&](std::size_t, std::size_t at, std::size_t len) {
-          decode(s, c, g, dst.subspan(at, len), global);
-          cache_->count_direct_decode(len);
-        });
-        return;
-      }
-      auto copy_out = [&](const std::byte* bytes) {
-        part.for_each_run([&](std::size_t src, std::size_t at, std::size_t len) {
-          std::memcpy(dst.data() + at, bytes + src, len);
-        });
-      };
       if (next_held < held_.size()) {
-        if (const std::byte* bytes = held_[next_held++]) return copy_out(bytes);
+        if (const std::byte* bytes = held_[next_held++]) {
+          copy_out(i, bytes);
+          continue;
+        }
       }
+      // Another reader decoding this chunk: take the record's other chunks first, come back.
+      const auto held = cache_->try_get(key_base + k, s.grid.chunk_bytes, users(k), own_,
+                                        [&](std::span<std::byte> buf) { decode(s, c, k, buf, global); });
+      if (!held) {
+        deferred_.push_back(i);
+        continue;
+      }
+      copy_out(i, held->data());
+    }
+    for (const std::size_t i : deferred_) {
+      const std::uint64_t k = base + plan->chunk[i];
+      const chunk_entry& c = s.chunks[static_cast<std::size_t>(k)];
       const shared_chunk_cache::pin held =
-          cache_->get(key_base + k, s.grid.chunk_bytes, chunk_users(s, g), own_,
-                      [&](std::span<std::byte> buf) { decode(s, c, g, buf, global); });
-      copy_out(held.data());
-    });
+          cache_->get(key_base + k, s.grid.chunk_bytes, users(k), own_,
+                      [&](std::span<std::byte> buf) { decode(s, c, k, buf, global); });
+      copy_out(i, held.data());
+    }
   }
 
-  [[noreturn]] static void corrupt(const shard_index& s, const chunk_entry& c, const coords& g,
+  [[noreturn]] static void corrupt(const shard_index& s, const chunk_entry& c, std::uint64_t k,
                                    std::uint64_t global, const std::string& what, const char* api,
                                    std::optional<long long> status = std::nullopt,
                                    std::string status_text = {}) {
+    const coords g = s.grid.position(k);
     coords origin{};
     for (int d = 0; d < s.rank; ++d) origin[d] = g[d] * s.grid.chunk[d];
     std::string where = "(";
@@ -168,8 +230,8 @@ class record_reader {
   }
 
   // Reads chunk c and undoes its filters into `out` (exactly chunk_bytes long).
-  void decode(const shard_index& s, const chunk_entry& c, const coords& g, std::span<std::byte> out,
-              std::uint64_t global) {
+  void decode(const shard_index& s, const chunk_entry& c, std::uint64_t chunk,
+              std::span<std::byte> out, std::uint64_t global) {
     if (const auto hook = chunk_decode_observer.load(std::memory_order_relaxed)) hook(s, c);
     if (s.unfiltered(c)) {  // size == chunk_bytes, checked at open
       s.file.read_exact(out.data(), out.size(), c.address, global);
@@ -187,7 +249,7 @@ class record_reader {
       const filter_step& f = s.pipeline[static_cast<std::size_t>(k)];
       if (f.kind == filter_kind::fletcher32) {
         if (!fletcher32_matches(cur.data(), cur.size()))
-          corrupt(s, c, g, global, "fletcher32 checksum mismatch", "fletcher32");
+          corrupt(s, c, chunk, global, "fletcher32 checksum mismatch", "fletcher32");
         cur = cur.first(cur.size() - 4);
         continue;
       }
@@ -203,7 +265,7 @@ class record_reader {
       std::span<std::byte> target;
       if (k == first) {
         if (want != out.size())
-          corrupt(s, c, g, global,
+          corrupt(s, c, chunk, global,
                   "decoded size " + std::to_string(want) + " != chunk size " +
                       std::to_string(out.size()),
                   "filter pipeline");
@@ -221,12 +283,12 @@ class record_reader {
           ctx.api = r.api;
           throw library_error("decoder failed: " + r.message, std::move(ctx));
         }
-        corrupt(s, c, g, global, r.message, r.api);
+        corrupt(s, c, chunk, global, r.message, r.api);
       }
       cur = target;
     }
     if (cur.size() != out.size())
-      corrupt(s, c, g, global,
+      corrupt(s, c, chunk, global,
               "decoded " + std::to_string(cur.size()) + " bytes, expected " +
                   std::to_string(out.size()),
               "filter pipeline");
@@ -237,6 +299,9 @@ class record_reader {
   byte_buffer own_;  // a chunk decoded outside the cache (no room in its budget)
   std::vector<std::uint64_t> held_keys_;  // one record's chunks pinned by pin_ready, and their
   std::vector<const std::byte*> held_;     // bytes (null: not ready then, read through get())
+  std::vector<std::size_t> deferred_;      // one record's chunks (plan places) another reader
+                                           // was decoding
+  record_plan own_plan_;                   // a blob record's chunks and runs
   chunk_decoders codecs_;
   shared_chunk_cache* cache_;
 };

@@ -14,6 +14,7 @@
 #include "gpufeed/detail/hdf5/geometry.hpp"
 #include "gpufeed/detail/hdf5/index_driver.hpp"
 #include "gpufeed/detail/hdf5/library.hpp"
+#include "gpufeed/detail/hdf5/record_plan.hpp"
 #include "gpufeed/detail/posix_file.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/hdf5_options.hpp"
@@ -63,6 +64,7 @@ struct shard_index {
   std::vector<chunk_entry> chunks;      // chunked: one per grid position, row-major
   std::vector<filter_step> pipeline;    // chunked: filters in the order they were applied
   std::uint64_t chunks_per_record = 0;  // chunked: the most chunks one record touches
+  row_plan rows;                        // chunked, fixed layout: every row's chunks and runs
   // Fallback only (closed after indexing otherwise). Mutable: a failed H5Dread closes and
   // reopens them (see fallback_read), under the library mutex.
   mutable handle h5file, dataset;

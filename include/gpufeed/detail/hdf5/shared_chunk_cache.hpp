@@ -3,7 +3,8 @@
 //
 // Concurrency: one mutex guards the table. A chunk absent from the table is entered as
 // "decoding" by the first reader that wants it, which decodes outside the lock; readers that
-// want it meanwhile wait on a condition variable instead of decoding it again. A failed decode
+// want it meanwhile do not decode it again: try_get() tells them it is busy (a record over many
+// chunks takes its other chunks first), get() waits on a condition variable. A failed decode
 // removes the entry and wakes them: each then decodes itself, so every reader of a damaged chunk
 // gets its own corrupt_error naming its record. A reader holds a pin on the chunk while it
 // copies from it; pinned and decoding chunks are never evicted.
@@ -36,6 +37,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <unordered_map>
 
@@ -54,7 +56,7 @@ class shared_chunk_cache {
     bool ready = false;
     bool listed = false;                  // in spent_ or open_ (unpinned and ready)
     std::list<std::uint64_t>::iterator at;  // its place there
-    [[nodiscard]] bool spent() const noexcept { return reads % users == 0; }
+    [[nodiscard]] bool spent() const noexcept { return reads && reads % users == 0; }
   };
 
  public:
@@ -85,37 +87,45 @@ class shared_chunk_cache {
 
   // The decoded bytes (`bytes` long) of chunk `key`, read by `users` records per epoch. When
   // absent, decode(span) fills them: in the cache, or in `own` when the budget has no room.
-  // Exceptions from decode propagate (the chunk is not cached).
+  // While another reader decodes it, waits for that decode. Exceptions from decode propagate
+  // (the chunk is not cached).
   template <class Decode>
   pin get(std::uint64_t key, std::size_t bytes, std::uint64_t users, byte_buffer& own,
           Decode&& decode) {
     std::unique_lock lock(mutex_);
-    for (bool waited = false;;) {
-      const auto it = table_.find(key);
-      if (it == table_.end()) break;
-      entry& e = it->second;
-      if (e.ready) {
-        take(e);
-        ++e.reads;
-        ++stats_.cache_hits;
-        if (waited) ++stats_.cache_waits;
-        return pin(this, key, e.bytes.get());
-      }
-      waited = true;
+    for (bool waited = false;; waited = true) {
+      if (auto p = try_get_locked(lock, key, bytes, users, own, decode, waited)) return std::move(*p);
       ready_.wait(lock, [&] {
         const auto j = table_.find(key);
         return j == table_.end() || j->second.ready;
       });
     }
+  }
+
+  // As get(), but never waits: nullopt while another reader decodes the chunk. A reader that
+  // needs many chunks (one record over a band of them) takes the others meanwhile, so readers
+  // that start on one band decode its chunks side by side instead of queueing behind one decode.
+  template <class Decode>
+  std::optional<pin> try_get(std::uint64_t key, std::size_t bytes, std::uint64_t users,
+                             byte_buffer& own, Decode&& decode) {
+    std::unique_lock lock(mutex_);
+    return try_get_locked(lock, key, bytes, users, own, decode, false);
+  }
+
+  // Decode ahead: decodes chunk `key` into the cache for reads to come, unless it is cached or
+  // being decoded already (true), or there is no room without evicting a chunk that still has
+  // records to serve (false: the caller stops decoding ahead). Only free room and spent chunks
+  // make room, so decoding ahead never costs a decode of the chunks being read now. The chunk
+  // counts as open (no read served yet). Exceptions from decode propagate (nothing cached).
+  template <class Decode>
+  bool decode_ahead(std::uint64_t key, std::size_t bytes, std::uint64_t users, Decode&& decode) {
+    std::unique_lock lock(mutex_);
+    if (table_.count(key)) return true;
+    std::unique_ptr<std::byte[]> reused;
+    if (!make_room(bytes, reused, /*spent_only=*/true)) return false;
     ++stats_.chunks_decoded;
+    ++stats_.decoded_ahead;
     stats_.decoded_bytes += bytes;
-    if (!make_room(bytes)) {
-      ++stats_.uncached_decodes;
-      lock.unlock();
-      const auto buf = own.resize(bytes);
-      decode(buf);
-      return pin(nullptr, key, buf.data());
-    }
     entry& e = table_[key];
     e.size = bytes;
     e.users = std::max<std::uint64_t>(1, users);
@@ -124,7 +134,7 @@ class shared_chunk_cache {
     stats_.cache_peak_bytes = std::max(stats_.cache_peak_bytes, held_);
     lock.unlock();
     try {
-      e.bytes.reset(new std::byte[bytes]);
+      e.bytes = reused ? std::move(reused) : std::unique_ptr<std::byte[]>(new std::byte[bytes]);
       decode(std::span<std::byte>(e.bytes.get(), bytes));
     } catch (...) {
       lock.lock();
@@ -135,9 +145,10 @@ class shared_chunk_cache {
     }
     lock.lock();
     e.ready = true;
-    e.reads = 1;
+    e.reads = 0;
+    release(key);  // unpinned: joins the open chunks
     ready_.notify_all();
-    return pin(this, key, e.bytes.get());
+    return true;
   }
 
   // Counts a decode done outside the cache (a chunk decoded straight into its record).
@@ -201,6 +212,57 @@ class shared_chunk_cache {
   }
 
  private:
+  // get()'s body under `lock` (held on entry; held on return except after a decode).
+  template <class Decode>
+  std::optional<pin> try_get_locked(std::unique_lock<std::mutex>& lock, std::uint64_t key,
+                                    std::size_t bytes, std::uint64_t users, byte_buffer& own,
+                                    Decode& decode, bool waited) {
+    if (const auto it = table_.find(key); it != table_.end()) {
+      entry& e = it->second;
+      if (!e.ready) return std::nullopt;
+      take(e);
+      ++e.reads;
+      ++stats_.cache_hits;
+      if (waited) ++stats_.cache_waits;
+      return pin(this, key, e.bytes.get());
+    }
+    ++stats_.chunks_decoded;
+    stats_.decoded_bytes += bytes;
+    std::unique_ptr<std::byte[]> reused;
+    if (!make_room(bytes, reused)) {
+      ++stats_.uncached_decodes;
+      lock.unlock();
+      const auto buf = own.resize(bytes);
+      decode(buf);
+      lock.lock();
+      return pin(nullptr, key, buf.data());
+    }
+    entry& e = table_[key];
+    e.size = bytes;
+    e.users = std::max<std::uint64_t>(1, users);
+    e.pins = 1;
+    held_ += bytes;
+    stats_.cache_peak_bytes = std::max(stats_.cache_peak_bytes, held_);
+    lock.unlock();
+    try {
+      // An evicted chunk's buffer of the same size is reused: no allocator round trip and no
+      // fresh pages to fault in per decode (128 KiB chunks sit at glibc's mmap threshold).
+      e.bytes = reused ? std::move(reused) : std::unique_ptr<std::byte[]>(new std::byte[bytes]);
+      decode(std::span<std::byte>(e.bytes.get(), bytes));
+    } catch (...) {
+      lock.lock();
+      held_ -= bytes;
+      table_.erase(key);
+      ready_.notify_all();
+      throw;
+    }
+    lock.lock();
+    e.ready = true;
+    e.reads = 1;
+    ready_.notify_all();
+    return pin(this, key, e.bytes.get());
+  }
+
   // Pins e (taking it off the eviction lists).
   void take(entry& e) noexcept {
     if (e.listed) {
@@ -226,20 +288,26 @@ class shared_chunk_cache {
     e.listed = true;
   }
 
-  bool evict_one() noexcept {
-    auto& list = spent_.empty() ? open_ : spent_;
+  // Evicts one chunk (spent ones first; with spent_only, no other); its buffer goes to *keep
+  // when keep is set and the size is `size`.
+  bool evict_one(std::unique_ptr<std::byte[]>* keep = nullptr, std::size_t size = 0,
+                 bool spent_only = false) noexcept {
+    auto& list = spent_.empty() && !spent_only ? open_ : spent_;
     if (list.empty()) return false;
     const auto it = table_.find(list.front());
     list.pop_front();
     held_ -= it->second.size;
+    if (keep && it->second.size == size) *keep = std::move(it->second.bytes);
     table_.erase(it);
     return true;
   }
 
-  bool make_room(std::size_t bytes) noexcept {
+  // Evicts until `bytes` more fit; `reused` receives an evicted buffer of that size, if any.
+  bool make_room(std::size_t bytes, std::unique_ptr<std::byte[]>& reused,
+                 bool spent_only = false) noexcept {
     if (bytes > budget_) return false;
     while (held_ + bytes > budget_)
-      if (!evict_one()) return false;
+      if (!evict_one(&reused, bytes, spent_only)) return false;
     return true;
   }
 

@@ -48,6 +48,7 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
     if (setup.config.order == sample_order::block_shuffled)
       plan.window_records = static_cast<std::uint64_t>(setup.config.shuffle_window) *
                             setup.order.units().max_records();
+    plan.decode_ahead = window_read_ahead<Source>::decodes_ahead(setup);
     plan_reads(src, plan);
     auto p = std::make_shared<pipeline>(key{}, src, std::move(setup), std::move(engine), n);
     p->start();

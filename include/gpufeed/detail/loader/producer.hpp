@@ -86,7 +86,7 @@ class producer {
       slot.meta.on_device = !p.config.target.is_host();
       slot.failures.clear();
       slot.error = nullptr;
-      read_ahead_.planning(at);
+      const auto ahead = read_ahead_.planning(at);
       try {
         plan_batch(source_, p, slot);
       } catch (...) {
@@ -104,6 +104,12 @@ class producer {
       split_tasks(source_, *s, slot_layout::indices(slot.buffer.data(), p.layout()),
                   slot.meta.records, p.config.chunk_records, p.unit_tasks, tasks_);
       slot.pending.store(tasks_.size(), std::memory_order_relaxed);
+      // Behind the batch's own tasks: the next window's decode-ahead parts (read_ahead.hpp).
+      if (ahead) {
+        const std::size_t parts = p.config.workers;
+        for (std::size_t k = 0; k < parts; ++k)
+          tasks_.push_back(chunk_task{decode_ahead_task, k, parts, ahead->epoch, ahead->window});
+      }
       // One lock and one wake-up for the whole batch: a notify per chunk cost ~3 us each.
       if (!s_.work.push_all(std::span<chunk_task>(tasks_), st)) return;
     }
@@ -124,6 +130,12 @@ class producer {
         task = s_.work.pop(st);
         c.idle_ns.fetch_add(s_.meter.since_consumer_start_ns(t0), std::memory_order_relaxed);
         if (!task) return;
+      }
+      if (task->slot == decode_ahead_task) {
+        const auto t0 = steady::now();
+        read_ahead_.decode_ahead(reader, task->epoch, task->window, task->begin, task->end);
+        c.read_ns.fetch_add(since_ns(t0), std::memory_order_relaxed);
+        continue;
       }
       staging_slot& slot = s_.staging[task->slot];
       std::byte* base = slot.buffer.data();
@@ -261,7 +273,7 @@ class producer {
   loader_state& s_;
   std::vector<std::size_t> reclaimed_;  // planner only: tokens reclaim() returned
   std::vector<chunk_task> tasks_;       // planner only: a batch's tasks before hand-off
-  window_read_ahead<Source> read_ahead_;  // planner only
+  window_read_ahead<Source> read_ahead_;  // planner; workers call its const decode_ahead()
 };
 
 }  // namespace gpufeed::detail

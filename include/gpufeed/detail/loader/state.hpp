@@ -41,7 +41,7 @@ struct slot_counts {
     n.target = c.prefetch + c.max_held_batches;
     n.staging = engine.delivers_in_place() ? n.target : c.prefetch;
     const std::size_t chunks = (c.batch_size + c.chunk_records - 1) / c.chunk_records;
-    n.tasks = c.prefetch * chunks + 1;
+    n.tasks = c.prefetch * chunks + 1 + 2 * c.workers;  // + two windows' decode-ahead tasks
     return n;
   }
 };

@@ -43,9 +43,13 @@ struct ready_entry {
   std::vector<skipped_record> skipped;
 };
 
-// Records [begin, end) of the batch in staging slot `slot`.
+// Records [begin, end) of the batch in staging slot `slot`; or, with slot ==
+// decode_ahead_task, part `begin` of `end` of decoding window `window` of epoch `epoch` ahead
+// (read_ahead.hpp).
+inline constexpr std::size_t decode_ahead_task = static_cast<std::size_t>(-1);
 struct chunk_task {
   std::size_t slot = 0, begin = 0, end = 0;
+  std::uint64_t epoch = 0, window = 0;
 };
 
 }  // namespace gpufeed::detail
