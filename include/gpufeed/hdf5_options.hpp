@@ -40,8 +40,10 @@ struct hdf5_options {
   //                   label, decode unit), so a rank opens only the shards its records lie in.
   //                   Their record counts and largest records come from the `manifest.json`
   //                   gpufeed pack wrote beside the first shard when it lists every shard, else
-  //                   from a header read per shard (closed again). A bad shard's error (typed,
-  //                   naming it) comes from the call that first uses it.
+  //                   from a header read per shard (closed again); so do decode units of
+  //                   uncompressed and fixed-layout shards (the manifest's band_rows), without
+  //                   opening. A bad shard's error (typed, naming it) comes from the call that
+  //                   first uses it.
   //   eager           every shard at construction: every open error there.
   enum class open_kind { lazy, eager };
   open_kind open = open_kind::lazy;

@@ -37,7 +37,8 @@
 //
 // Opening (hdf5_options::open). Lazy by default: the first shard is opened at construction, every
 // other one when a record of it is first used (read, record_size of a blob record, label,
-// decode_unit), once and thread-safely, so a rank opens only the shards its records lie in.
+// decode_unit unless the manifest states the shard's band height), once and thread-safely
+// (detail/lazy_slot.hpp), so a rank opens only the shards its records lie in.
 // Their record counts and largest records come up front from `gpufeed pack`'s manifest.json
 // beside the first shard, else from a header read per shard (closed again); a shard that no
 // longer matches them is a format_error naming it. shards() describes every shard and so opens
@@ -149,30 +150,37 @@ class hdf5_source {
 
   // Models decode_unit_source: records of a compressed shard whose first element lies in the same
   // band of chunks (one chunk index along dimension 0: for the fixed layout, the chunks holding
-  // every element of its rows, however many chunks a row spans) share a unit (the source-wide
-  // number of the band's first chunk, top bit set); records of uncompressed shards are units of
-  // their own (their index), and so are records of a shard that cannot be opened: a hint for
-  // planning, it never throws that shard's error (the record's read reports it, to the loader's
-  // error policy, instead of the planner). Equal units are consecutive records. With lazy
-  // opening, asking opens the record's shard.
+  // every element of its rows, however many chunks a row spans) share a unit (top bit set, the
+  // shard's key base k << 40, and the band's index in the shard); records of uncompressed shards
+  // are units of their own (their index), and so are records of a shard that cannot be opened:
+  // a hint for planning, it never throws that shard's error (the record's read reports it, to the
+  // loader's error policy, instead of the planner). Equal units are consecutive records. An
+  // unopened shard whose band height pack's manifest states (fixed layout, or uncompressed) is
+  // answered from it without opening, with the value the opened shard gives (the open checks
+  // that the manifest still holds); compressed blob shards need their offsets, so asking opens
+  // the record's shard.
   [[nodiscard]] std::uint64_t decode_unit(std::uint64_t i) const {
     const std::size_t k = state().locate(i);
-    const detail::hdf5::shard_index* opened = nullptr;
-    try {
-      opened = &state_->shard(k);
-    } catch (const error&) {
-      return i;
+    const std::uint64_t local = i - state_->first[k];
+    constexpr std::uint64_t top = std::uint64_t{1} << 63;
+    const auto& sl = *state_->slots[k];
+    const detail::hdf5::shard_index* opened = sl.opened.if_open();
+    if (!opened && sl.expected.band_rows && (*sl.expected.band_rows == 0 || !state_->blob())) {
+      const std::uint64_t rows = *sl.expected.band_rows;
+      return rows == 0 ? i : top | (state_->key_base[k] + local / rows);
+    }
+    if (!opened) {
+      try {
+        opened = &state_->shard(k);
+      } catch (const error&) {
+        return i;
+      }
     }
     const auto& s = *opened;
     if (s.kind != detail::hdf5::read_kind::chunked || s.pipeline.empty()) return i;
-    const std::uint64_t local = i - state_->first[k];
-    const auto& g = s.grid;
-    // The chunk holding the record's first element: its row (fixed) or byte (blob) along
-    // dimension 0, at index 0 along the others; chunks are numbered row-major.
-    std::uint64_t slab = 1;
-    for (int d = 1; d < g.rank; ++d) slab *= g.grid[d];
-    const std::uint64_t along = (s.blob ? s.offsets[local] : local) / g.chunk[0];
-    return (std::uint64_t{1} << 63) | (state_->key_base[k] + along * slab);
+    // The band holding the record's first element: its row (fixed) or byte (blob) along
+    // dimension 0 over the chunk's extent there.
+    return top | (state_->key_base[k] + (s.blob ? s.offsets[local] : local) / s.grid.chunk[0]);
   }
 
   class reader;

@@ -7,15 +7,24 @@
 // environment directory (data.mdb + lock.mdb), its data.mdb, or a single-file (MDB_NOSUBDIR)
 // environment.
 //
-// Opening (the constructor, before any worker starts): each shard is opened once with
-// MDB_RDONLY | MDB_NOTLS | MDB_NORDAHEAD (+ MDB_NOLOCK when immutable), its main database handle
-// opened once, and scanned once with a cursor to learn every key (kept in one arena) and record
-// size (Datum values are parsed there). Before LMDB touches the map, the two meta pages are read
-// and checked and the file must hold every page in use (a truncated data.mdb is refused instead
-// of raising SIGBUS later); for immutable shards the B-tree's branch and leaf pages are checked
-// too, so a damaged page is a corrupt_error instead of an LMDB assertion (abort). Every key and
-// value must lie inside the file; a value on overflow pages must find its page's header naming
-// that page, P_OVERFLOW and enough pages, and no two values may share overflow pages.
+// Opening: each shard is opened once with MDB_RDONLY | MDB_NOTLS | MDB_NORDAHEAD (+ MDB_NOLOCK
+// when immutable), its main database handle opened once, and scanned once with a cursor to
+// learn every key (kept in one arena per shard) and record size (Datum values are parsed there).
+// When (lmdb_options::open): lazy (the default) opens the first shard at construction and every
+// other one on first use of one of its records (a read, a size, a label or a key), once and
+// thread-safely, so a rank reading its part of many shards opens only the shards it touches;
+// their record counts and smallest and largest records come from the manifest.json
+// `gpufeed pack` writes beside the shards, or without one from a scan of each at construction
+// that closes it again (descriptors stay bounded, the time does not). A failed open throws its
+// typed error naming the shard to every caller until an open succeeds; a shard that no longer
+// has the counts and sizes the manifest stated is a format_error naming it ("the shard changed
+// since"). eager, and every mutable (immutable = false) source, opens all at construction.
+// Before LMDB touches the map, the two meta pages are read and checked and the file must hold
+// every page in use (a truncated data.mdb is refused instead of raising SIGBUS later); for
+// immutable shards the B-tree's branch and leaf pages are checked too, so a damaged page is a
+// corrupt_error instead of an LMDB assertion (abort). Every key and value must lie inside the
+// file; a value on overflow pages must find its page's header naming that page, P_OVERFLOW and
+// enough pages, and no two values may share overflow pages.
 //
 // Reading: the record is looked up by key (mdb_get) in a read transaction and copied once from
 // the map into the caller's memory; its value must still have the size seen at open, or the read
@@ -55,6 +64,7 @@
 #include <filesystem>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <utility>
@@ -71,6 +81,12 @@ namespace gpufeed {
 struct lmdb_options {
   enum class value_format { raw, datum };
   value_format format = value_format::raw;
+  // When shards are opened (an open keeps a descriptor and a map, and scans the shard):
+  //   lazy   the first at construction, every other on first use of one of its records.
+  //   eager  every shard at construction: every open error there.
+  // Mutable shards (immutable = false) are always opened at construction.
+  enum class open_kind { lazy, eager };
+  open_kind open = open_kind::lazy;
   unsigned max_readers = 512;  // LMDB reader slots per shard (used when !immutable)
   bool immutable = true;       // MDB_NOLOCK: nobody writes the shards while they are open
 };
@@ -81,17 +97,18 @@ struct lmdb_shard_info {
   std::uint64_t data_bytes = 0;  // sum of delivered record sizes
   std::size_t min_record = 0, max_record = 0;
   std::string format;  // "raw" or "datum"
+  bool opened = true;  // false: not opened yet (lazy): only path, place and records are known
 };
 
 namespace detail::lmdb {
 struct source_state {
   source_state(const std::vector<std::filesystem::path>& paths, bool datum, bool immutable,
-               unsigned max_readers)
-      : records(paths, datum, immutable, max_readers), pid(::getpid()) {}
+               unsigned max_readers, bool eager)
+      : records(paths, datum, immutable, max_readers, eager), pid(::getpid()) {}
   catalog records;  // owns the envs: declared before the pool so the pool's txns end first
   txn_pool pool;
-  std::vector<lmdb_shard_info> infos;
-  std::size_t fixed_size = 0, max_size = 0;
+  std::once_flag infos_once;  // shards(): built once, after opening every shard (retried after
+  std::vector<lmdb_shard_info> infos;  // a throw)
   pid_t pid;
 };
 }  // namespace detail::lmdb
@@ -117,9 +134,9 @@ class lmdb_source {
     if (shard_dirs.empty()) throw config_error("lmdb_source needs at least one shard");
     if (options.max_readers == 0) throw config_error("lmdb_options::max_readers must be >= 1");
     const bool datum = options.format == lmdb_options::value_format::datum;
-    state_ = std::make_shared<detail::lmdb::source_state>(shard_dirs, datum, options.immutable,
-                                                          options.max_readers);
-    summarise(datum ? "datum" : "raw");
+    state_ = std::make_shared<detail::lmdb::source_state>(
+        shard_dirs, datum, options.immutable, options.max_readers,
+        options.open == lmdb_options::open_kind::eager);
   }
 
   lmdb_source(lmdb_source&&) noexcept = default;
@@ -130,13 +147,19 @@ class lmdb_source {
 
   [[nodiscard]] std::uint64_t size() const noexcept { return state_->records.size(); }
 
+  // Opens the record's shard unless every record has one size.
   [[nodiscard]] std::size_t record_size(std::uint64_t i) const {
     detail::lmdb::check_index(state_->records, i);
-    return state_->records.record_size(i);
+    if (const std::size_t f = state_->records.fixed_record()) return f;
+    return entry(i).payload_size;
   }
   // The common size when every record has it, else 0.
-  [[nodiscard]] std::size_t fixed_record_size() const noexcept { return state_->fixed_size; }
-  [[nodiscard]] std::size_t max_record_size() const noexcept { return state_->max_size; }
+  [[nodiscard]] std::size_t fixed_record_size() const noexcept {
+    return state_->records.fixed_record();
+  }
+  [[nodiscard]] std::size_t max_record_size() const noexcept {
+    return state_->records.max_record();
+  }
 
   // Thread-safe. Writes record_size(i) bytes to dst.data().
   void read(std::uint64_t i, std::span<std::byte> dst) const {
@@ -162,19 +185,22 @@ class lmdb_source {
                          "Datum shards with lmdb_options::format = value_format::datum)",
                          std::move(c));
     }
-    return state_->records.entry(i).label;
+    return entry(i).label;
   }
 
-  // The record's LMDB key (valid as long as the source).
   // Models read_ahead_source: madvise(MADV_WILLNEED) over the mapped pages holding the values of
-  // records [first, first + count) (clipped), neighbouring pages merged; advice only.
+  // records [first, first + count) (clipped), neighbouring pages merged; advice only. Shards not
+  // opened yet are not advised (opening is I/O; their first read opens them).
   void will_need(std::uint64_t first, std::uint64_t count) const noexcept {
     if (state_) detail::lmdb::advise_records(state_->records, first, count);
   }
 
+  // The record's LMDB key (valid as long as the source).
   [[nodiscard]] std::span<const std::byte> key(std::uint64_t i) const {
     detail::lmdb::check_index(state_->records, i);
-    return state_->records.key(i);
+    const auto& c = state_->records;
+    const auto& t = c.table(c.shard_of(i));
+    return t.key(i - t.first);
   }
 
   // Per-thread read transactions (one per shard, begun lazily). Not thread-safe itself: one
@@ -205,33 +231,53 @@ class lmdb_source {
     return reader(state_);
   }
 
-  [[nodiscard]] const std::vector<lmdb_shard_info>& shards() const noexcept {
-    return state_->infos;
+  // Every shard, in record order. Opens any shard not opened yet (so it may throw that shard's
+  // open error): describing a shard takes its scan. shard_info(k) does not open.
+  [[nodiscard]] const std::vector<lmdb_shard_info>& shards() const {
+    auto& st = *state_;
+    std::call_once(st.infos_once, [&] {
+      std::vector<lmdb_shard_info> v;
+      for (std::size_t k = 0; k < st.records.shard_count(); ++k) {
+        (void)st.records.table(k);
+        v.push_back(shard_info(k));
+      }
+      st.infos = std::move(v);
+    });
+    return st.infos;
+  }
+
+  // Shard k as known now: described in full when opened, else (opened == false) only its path,
+  // place and record count. config_error when k is out of range.
+  [[nodiscard]] lmdb_shard_info shard_info(std::size_t k) const {
+    const auto& c = state_->records;
+    if (k >= c.shard_count())
+      throw config_error("shard " + std::to_string(k) + " is out of range (the source has " +
+                         std::to_string(c.shard_count()) + " shards)");
+    lmdb_shard_info info;
+    info.path = c.shard_path(k);
+    info.first_record = c.shard_first(k);
+    info.records = c.shard_first(k + 1) - info.first_record;
+    info.format = c.datum() ? "datum" : "raw";
+    const auto* t = c.if_open(k);
+    info.opened = t != nullptr;
+    if (t) {
+      info.data_bytes = t->data_bytes;
+      info.min_record = t->min_record;
+      info.max_record = t->max_record;
+    }
+    return info;
+  }
+
+  // Shards opened so far (1 after construction with lazy opening, every one with eager).
+  [[nodiscard]] std::size_t shards_opened() const noexcept {
+    return state_ ? state_->records.opens() : 0;
   }
 
  private:
-  void summarise(const char* format) {
-    const auto& cat = state_->records;
-    bool all_equal = true;
-    for (std::size_t si = 0; si < cat.shards().size(); ++si) {
-      lmdb_shard_info info;
-      info.path = cat.shards()[si].dir;
-      info.first_record = cat.shard_first(si);
-      info.records = cat.shard_first(si + 1) - info.first_record;
-      info.format = format;
-      info.min_record = cat.record_size(info.first_record);
-      for (std::uint64_t i = info.first_record; i < cat.shard_first(si + 1); ++i) {
-        const std::size_t n = cat.record_size(i);
-        info.data_bytes += n;
-        info.min_record = std::min(info.min_record, n);
-        info.max_record = std::max(info.max_record, n);
-      }
-      all_equal = all_equal && info.min_record == info.max_record &&
-                  info.min_record == cat.record_size(0);
-      state_->max_size = std::max(state_->max_size, info.max_record);
-      state_->infos.push_back(std::move(info));
-    }
-    state_->fixed_size = all_equal ? cat.record_size(0) : 0;
+  const detail::lmdb::record_entry& entry(std::uint64_t i) const {
+    const auto& c = state_->records;
+    const auto& t = c.table(c.shard_of(i));
+    return t.entry(i - t.first);
   }
 
   std::shared_ptr<detail::lmdb::source_state> state_;  // shared with readers; never copied

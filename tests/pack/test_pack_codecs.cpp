@@ -232,6 +232,17 @@ TEST_CASE("repack_hdf5: an h5py gzip + shuffle file with automatic chunks, every
     CHECK(r.labels);             // the "labels" dataset beside it, read by default
     const hdf5_source got(r.shards);
     REQUIRE(got.size() == 600);
+    // The manifest states each shard's band height: decode units without opening shards.
+    REQUIRE(r.shards.size() >= 3);
+    CHECK(manifest(r)["shards"][1]["band_rows"] == (std::string(spec) == "none" ? 0 : 16));
+    {
+      hdf5_options eager;
+      eager.open = hdf5_options::open_kind::eager;
+      const hdf5_source opened(r.shards, eager);
+      for (std::uint64_t i = 0; i < got.size(); ++i)
+        REQUIRE(got.decode_unit(i) == opened.decode_unit(i));
+      CHECK(got.shards_opened() == 1);
+    }
     const auto& info = got.shards().front();
     CHECK(info.layout == "fixed");
     CHECK(info.dtype == "float32");

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -184,6 +185,23 @@ TEST_CASE("LMDB: raw values and Caffe Datum values, several shards") {
     CHECK_FALSE(fs::exists(r.shards[0] / "lock.mdb"));
     check_lmdb(r, in);
     check_manifest(r, originals(in), {});
+    // The manifest lists every shard's counts and sizes: a source opens only what it reads, so
+    // a damaged later shard is that shard's error at its first use, not the construction's.
+    const fs::path bad = r.shards[2] / "data.mdb";
+    std::ofstream(bad, std::ios::trunc) << std::string(20000, 'x');
+    lmdb_options lo;
+    if (datum) lo.format = lmdb_options::value_format::datum;
+    const lmdb_source lazy(r.shards, lo);
+    CHECK(lazy.shards_opened() == 1);
+    CHECK(lazy.size() == in.size());
+    std::vector<std::byte> buf(lazy.max_record_size());
+    std::string named;
+    try {
+      lazy.read(r.shard_info[2].first_record, buf);
+    } catch (const format_error& e) {
+      named = e.file();
+    }
+    CHECK(named == bad.string());
   }
 }
 

@@ -25,9 +25,11 @@
 //                           global index as 10 decimal digits, value = the file's bytes (or a
 //                           Caffe Datum {data, label} with lmdb_datum; raw values cannot hold
 //                           labels, so labelled inputs need lmdb_datum or HDF5).
-//   manifest.json           format, shards (file, records, bytes, first_record, crc32 of the
-//                           record bytes in order), totals, label names, options, version, the
-//                           order (shuffled or not, seed) and `names`: record index -> input name.
+//   manifest.json           format, shards (file, records, bytes, first_record, max_record,
+//                           min_record, HDF5 band_rows: rows decoded together, 0 uncompressed;
+//                           crc32 of the record bytes in order), totals, label names, options,
+//                           version, the order (shuffled or not, seed) and `names`: record index
+//                           -> input name. Sources read the shard fields to open shards lazily.
 // Order: records are shuffled by default (a permutation of the inputs fixed by `seed`, the same on
 // every machine), because inputs listed from class folders come sorted by class and a loader's
 // locality-aware order (sample_order::block_shuffled) mixes records only within a window of

@@ -1,22 +1,21 @@
 // gpufeed::detail::hdf5 — what a source must know about a shard before opening it: its record
 // count (to build the record space) and its largest record (to size the loader's slots for the
-// blob layout). From `gpufeed pack`'s manifest when one beside the shards lists them all, else
-// from a header read that closes the file again (no descriptor kept, no chunk index, no labels).
+// blob layout), and where pack's manifest says it, its decode band height. From `gpufeed pack`'s
+// manifest when one beside the shards lists them all (detail/pack_manifest.hpp), else from a
+// header read that closes the file again (no descriptor kept, no chunk index, no labels).
 #pragma once
 
 #include <hdf5.h>
 
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "gpufeed/detail/hdf5/library.hpp"
 #include "gpufeed/detail/hdf5/open_shard.hpp"
+#include "gpufeed/detail/pack_manifest.hpp"
 #include "gpufeed/detail/posix_file.hpp"
 #include "gpufeed/error.hpp"
 
@@ -25,52 +24,10 @@ namespace gpufeed::detail::hdf5 {
 struct shard_extent {
   std::uint64_t records = 0;
   std::uint64_t max_record = 0;  // bytes; 0 when unknown
+  // Rows per decode band (pack's manifest, detail/pack_manifest.hpp): 0 when records decode
+  // alone, absent when unknown until the shard is opened.
+  std::optional<std::uint64_t> band_rows;
 };
-
-// The shards of a pack manifest ("manifest.json", as pack/detail/manifest.hpp writes it): file
-// name -> records and max_record. Reads only that fixed shape (the library has no JSON
-// dependency): nullopt when the file is absent or is not a gpufeed pack manifest.
-inline std::optional<std::unordered_map<std::string, shard_extent>> read_manifest(
-    const std::filesystem::path& p) {
-  std::ifstream in(p);
-  if (!in) return std::nullopt;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string t = ss.str();
-  if (t.find("\"kind\": \"gpufeed pack manifest\"") == std::string::npos) return std::nullopt;
-  const auto number_after = [&](std::size_t from, std::size_t end, const char* key)
-      -> std::optional<std::uint64_t> {
-    const std::size_t k = t.find(key, from);
-    if (k == std::string::npos || k > end) return std::nullopt;
-    std::size_t i = k + std::char_traits<char>::length(key);
-    std::uint64_t v = 0;
-    bool any = false;
-    while (i < end && t[i] >= '0' && t[i] <= '9') {
-      v = v * 10 + static_cast<std::uint64_t>(t[i++] - '0');
-      any = true;
-    }
-    return any ? std::optional<std::uint64_t>(v) : std::nullopt;
-  };
-  std::unordered_map<std::string, shard_extent> out;
-  const std::size_t list = t.find("\"shards\": [");
-  if (list == std::string::npos) return std::nullopt;
-  const std::size_t list_end = t.find(']', list);
-  for (std::size_t at = t.find("{\"file\": \"", list); at != std::string::npos && at < list_end;
-       at = t.find("{\"file\": \"", at + 1)) {
-    const std::size_t end = t.find('}', at);
-    std::string name;
-    std::size_t i = at + 10;
-    for (; i < end && t[i] != '"'; ++i) {
-      if (t[i] == '\\') return std::nullopt;  // pack's names need no escapes; be safe
-      name += t[i];
-    }
-    const auto records = number_after(i, end, "\"records\": ");
-    const auto max_record = number_after(i, end, "\"max_record\": ");
-    if (!records || !max_record) return std::nullopt;  // an older manifest: no max_record
-    out[name] = shard_extent{*records, *max_record};
-  }
-  return out;
-}
 
 // A header read: the data dataset's extent (and for the blob layout the offsets, for the
 // largest record), then the file is closed. Errors are those of open_shard for the same faults.

@@ -15,9 +15,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
-#include <mutex>
+#include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "gpufeed/detail/hdf5/cache_budget.hpp"
@@ -25,6 +24,8 @@
 #include "gpufeed/detail/hdf5/shard.hpp"
 #include "gpufeed/detail/hdf5/shard_extent.hpp"
 #include "gpufeed/detail/hdf5/shared_chunk_cache.hpp"
+#include "gpufeed/detail/lazy_slot.hpp"
+#include "gpufeed/detail/pack_manifest.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/hdf5_options.hpp"
 
@@ -38,10 +39,17 @@ inline constexpr int shard_key_bits = 40;
 struct shard_slot {
   std::filesystem::path path;
   shard_extent expected;
-  std::mutex mutex;                              // held while opening
-  std::atomic<const shard_index*> ready{nullptr};  // set once, after a successful open
-  std::unique_ptr<shard_index> index;
+  lazy_slot<shard_index> opened;
 };
+
+// Rows per decode band of an opened shard, as pack's manifest states it (band_rows): 0 when its
+// records decode alone (not chunked and compressed), chunk rows along dimension 0 for the fixed
+// layout, nullopt for compressed blob shards (a record's band follows from its byte offset).
+inline std::optional<std::uint64_t> band_rows_of(const shard_index& s) {
+  if (s.kind != read_kind::chunked || s.pipeline.empty()) return 0;
+  if (s.blob) return std::nullopt;
+  return s.grid.chunk[0];
+}
 
 struct source_state {
   std::vector<std::unique_ptr<shard_slot>> slots;
@@ -60,9 +68,8 @@ struct source_state {
   [[nodiscard]] std::uint64_t size() const noexcept { return first.empty() ? 0 : first.back(); }
 
   [[nodiscard]] std::size_t shard_count() const noexcept { return slots.size(); }
-  [[nodiscard]] bool is_open(std::size_t k) const noexcept {
-    return slots[k]->ready.load(std::memory_order_acquire) != nullptr;
-  }
+  [[nodiscard]] bool blob() const noexcept { return fixed_record == 0; }
+  [[nodiscard]] bool is_open(std::size_t k) const noexcept { return slots[k]->opened.is_open(); }
 
   [[noreturn]] void out_of_range(std::uint64_t i) const {
     error_context ctx;
@@ -82,25 +89,35 @@ struct source_state {
 
   // Shard k, opened on first use. Thread-safe: one caller opens, the others wait for it.
   [[nodiscard]] const shard_index& shard(std::size_t k) const {
-    shard_slot& sl = *slots[k];
-    if (const shard_index* s = sl.ready.load(std::memory_order_acquire)) return *s;
-    std::lock_guard lock(sl.mutex);
-    if (const shard_index* s = sl.ready.load(std::memory_order_relaxed)) return *s;
-    auto opened = std::make_unique<shard_index>(open_shard(sl.path, req));
-    if (k > 0) check_matches(*opened, shard(0));
-    if (opened->records != sl.expected.records || opened->max_record > max_record)
-      throw format_error("shard holds " + std::to_string(opened->records) +
-                             " records (largest " + std::to_string(opened->max_record) +
-                             " bytes) but " + extents_from + " said " +
-                             std::to_string(sl.expected.records) + " (largest " +
-                             std::to_string(sl.expected.max_record) +
-                             "): the shard changed since; rewrite the manifest or reopen",
-                         file_context(opened->path));
-    opened->description.first_record = first[k];
-    sl.index = std::move(opened);
-    sl.ready.store(sl.index.get(), std::memory_order_release);
-    opens.fetch_add(1, std::memory_order_relaxed);
-    return *sl.index;
+    const shard_slot& sl = *slots[k];
+    return sl.opened.get(
+        [&] {
+          auto opened = std::make_unique<shard_index>(open_shard(sl.path, req));
+          if (k > 0) check_matches(*opened, shard(0));
+          check_expected(*opened, sl.expected);
+          opened->description.first_record = first[k];
+          return opened;
+        },
+        opens);
+  }
+
+  // format_error when an opened shard is not what was known of it before (the manifest or a
+  // header read): its record count, largest record or decode band height.
+  void check_expected(const shard_index& s, const shard_extent& e) const {
+    const auto band = band_rows_of(s);
+    const auto text = [](const std::optional<std::uint64_t>& b) {
+      return b ? std::to_string(*b) : std::string("unknown");
+    };
+    if (s.records != e.records || s.max_record > max_record ||
+        (e.band_rows && e.band_rows != band))
+      throw format_error("shard holds " + std::to_string(s.records) + " records (largest " +
+                             std::to_string(s.max_record) + " bytes, decode bands of " +
+                             text(band) + " rows) but " + extents_from + " said " +
+                             std::to_string(e.records) + " (largest " +
+                             std::to_string(e.max_record) + ", bands of " +
+                             text(e.band_rows) + "): the shard changed since; rewrite the "
+                             "manifest or reopen",
+                         file_context(s.path));
   }
 
   // format_error when shard s disagrees with the first shard on layout, dtype, row shape or
@@ -145,12 +162,12 @@ struct source_state {
     first.assign(1, 0);
     {
       shard_slot& s0 = *slots[0];
-      s0.index = std::make_unique<shard_index>(open_shard(s0.path, req));
-      s0.expected = shard_extent{s0.index->records, s0.index->max_record};
-      s0.ready.store(s0.index.get(), std::memory_order_release);
+      auto z0 = std::make_unique<shard_index>(open_shard(s0.path, req));
+      s0.expected = shard_extent{z0->records, z0->max_record, band_rows_of(*z0)};
+      s0.opened.set(std::move(z0));
       opens.store(1);
     }
-    const shard_index& z = *slots[0]->index;
+    const shard_index& z = *slots[0]->opened.if_open();
     fixed_record = z.blob ? 0 : z.row_bytes;
     labels = !z.description.label_dataset.empty();
     // The cache budget from the first shard's chunking (unopened shards' is unknown here; shards
@@ -159,17 +176,16 @@ struct source_state {
     explicit_budget = req.decode_cache_bytes.has_value();
     cache = std::make_unique<shared_chunk_cache>(
         explicit_budget ? *req.decode_cache_bytes : automatic_cache_budget(units, read_plan{}));
-    learn_extents();
+    std::vector<std::unique_ptr<shard_index>> eager = learn_extents();
     for (std::size_t k = 0; k < slots.size(); ++k) {
       first.push_back(first.back() + slots[k]->expected.records);
       key_base.push_back(static_cast<std::uint64_t>(k) << shard_key_bits);
       max_record = std::max<std::size_t>(max_record, slots[k]->expected.max_record);
     }
-    for (std::size_t k = 1; k < slots.size(); ++k)
-      if (slots[k]->index) {  // opened by an eager learn_extents(): publish it
-        slots[k]->index->description.first_record = first[k];
-        slots[k]->ready.store(slots[k]->index.get(), std::memory_order_release);
-      }
+    for (std::size_t k = 1; k < eager.size(); ++k) {  // opened by an eager learn_extents()
+      eager[k]->description.first_record = first[k];
+      slots[k]->opened.set(std::move(eager[k]));
+    }
     if (size() == 0) {  // a loader would refuse it without knowing which files were empty
       const auto& d = z.description;
       std::string shape;
@@ -185,43 +201,43 @@ struct source_state {
   }
 
  private:
-  // Record counts and largest records of shards 1.., without opening them: the manifest beside
-  // the first shard when it lists every one, else a header read each. Eager opens read them then.
-  void learn_extents() {
+  // Record counts, largest records and band heights of shards 1.., without opening them: the
+  // manifest beside the first shard when it lists every one, else a header read each. Eager
+  // opens read them then, and return the opened shards (index k for shard k; 0 is empty).
+  std::vector<std::unique_ptr<shard_index>> learn_extents() {
+    std::vector<std::unique_ptr<shard_index>> opened;
     if (slots.size() == 1) {
       extents_from = "opened";
-      return;
+      return opened;
     }
-    const shard_index& z = *slots[0]->index;
+    const shard_index& z = *slots[0]->opened.if_open();
     if (req.open == hdf5_options::open_kind::eager) {
       extents_from = "opened";
+      opened.resize(slots.size());
       for (std::size_t k = 1; k < slots.size(); ++k) {
         shard_slot& sl = *slots[k];
-        sl.index = std::make_unique<shard_index>(open_shard(sl.path, req));
-        check_matches(*sl.index, z);
-        sl.expected = shard_extent{sl.index->records, sl.index->max_record};
+        opened[k] = std::make_unique<shard_index>(open_shard(sl.path, req));
+        check_matches(*opened[k], z);
+        sl.expected = shard_extent{opened[k]->records, opened[k]->max_record,
+                                   band_rows_of(*opened[k])};
         opens.fetch_add(1);
       }
-      return;
+      return opened;
     }
-    const std::filesystem::path m = std::filesystem::path(slots[0]->path).parent_path() /
-                                    "manifest.json";
-    if (const auto listed = read_manifest(m)) {
-      bool all = true;
-      for (std::size_t k = 1; k < slots.size() && all; ++k) {
-        const auto& p = slots[k]->path;
-        const auto it = listed->find(p.filename().string());
-        all = p.parent_path() == slots[0]->path.parent_path() && it != listed->end();
-        if (all) slots[k]->expected = it->second;
+    std::vector<std::filesystem::path> paths;
+    for (const auto& sl : slots) paths.push_back(sl->path);
+    if (const auto listed = find_listed(paths); listed && listed->all_listed(1)) {
+      for (std::size_t k = 1; k < slots.size(); ++k) {
+        const manifest_entry& e = *listed->entries[k];
+        slots[k]->expected = shard_extent{e.records, e.max_record, e.band_rows};
       }
-      if (all) {
-        extents_from = "the manifest " + m.string();
-        return;
-      }
+      extents_from = "the manifest " + listed->manifest.path.string();
+      return opened;
     }
     extents_from = "its header read";
     for (std::size_t k = 1; k < slots.size(); ++k)
       slots[k]->expected = read_extent(slots[k]->path, req.dataset, z.blob, z.row_bytes);
+    return opened;
   }
 };
 

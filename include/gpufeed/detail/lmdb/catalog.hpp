@@ -1,250 +1,188 @@
-// gpufeed — the record tables of a set of LMDB shards, built by one cursor pass per shard at open.
+// gpufeed — the record space of a set of LMDB shards, each shard opened and scanned on first use
+// (lmdb_options::open) or all at construction.
 //
-// Sizes must be known before reading (the loader places every record of a batch first), so each
-// shard is scanned once into one 32-byte entry per record: the value size, where the delivered
-// bytes lie in the value (a Datum's payload), the label, and the key — inline when it has at most
-// 14 bytes ("%08d" keys), else as an offset into one key arena (no std::string per record).
-// One entry is all a read touches besides LMDB's pages: each further array would cost a cache
-// and TLB miss per random read. At read time a record is found again by key (mdb_get) and its
-// value must still have the size seen at open.
+// What the source knows before a shard is opened: its record count and its smallest and largest
+// record, enough to build the record space, size the loader's slots and say whether every record
+// has one size. They come from the manifest.json `gpufeed pack` writes beside the shards
+// (detail/pack_manifest.hpp) when it lists every shard with min_record, for the same value
+// format. Without one, each shard is opened and scanned at construction and closed again: a
+// record's size is known only by walking the tree, so that keeps descriptors and maps bounded,
+// not the time. The first shard is always opened at construction (its errors are the source's
+// at once). Opening a shard (detail/lazy_slot.hpp) is thread-safe and happens once; a failed
+// open throws its typed error naming the shard to every caller until an open succeeds; a shard
+// that no longer has the counts and sizes known before is a format_error naming it.
 #pragma once
 
-#include <lmdb.h>
-
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
-#include <span>
+#include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "gpufeed/datum.hpp"
-#include "gpufeed/detail/lmdb/handles.hpp"
-#include "gpufeed/detail/lmdb/map_region.hpp"
-#include "gpufeed/detail/lmdb/shard.hpp"
+#include "gpufeed/detail/lazy_slot.hpp"
+#include "gpufeed/detail/lmdb/shard_table.hpp"
+#include "gpufeed/detail/pack_manifest.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail::lmdb {
 
-// What the catalog knows about one record. LMDB stores value sizes in 32 bits (MAXDATASIZE), so
-// 32-bit sizes and offsets cover every value.
-struct record_entry {
-  static constexpr std::size_t inline_key = 14;
-  std::uint32_t value_size = 0;      // the LMDB value's size at open (checked at read)
-  std::uint32_t payload_offset = 0;  // delivered bytes start here in the value; gathered: see below
-  std::uint32_t payload_size = 0;    // delivered bytes (record_size)
-  std::int32_t label = 0;            // Datum label (0 for raw values)
-  std::uint16_t key_size = 0;
-  std::byte key[inline_key] = {};    // the key if key_size <= inline_key, else its arena offset
+// What is known of a shard before it is opened.
+struct shard_extent {
+  std::uint64_t records = 0;
+  std::size_t min_record = 0, max_record = 0;
 };
-static_assert(sizeof(record_entry) == 32);
-// payload_offset of a Datum whose float_data is split over several fields: gathered at read.
-inline constexpr std::uint32_t gathered = ~std::uint32_t{0};
-
-// A printable rendering of a key for messages: text as is, other bytes as \xNN, cut at 64 bytes.
-inline std::string key_text(std::span<const std::byte> key) {
-  static const char hex[] = "0123456789abcdef";
-  std::string out;
-  for (std::size_t i = 0; i < key.size() && i < 64; ++i) {
-    const auto b = std::to_integer<unsigned char>(key[i]);
-    if (b >= 0x20 && b < 0x7f && b != '\\' && b != '\'') {
-      out += static_cast<char>(b);
-    } else {
-      out += "\\x";
-      out += hex[b >> 4];
-      out += hex[b & 15];
-    }
-  }
-  if (key.size() > 64) out += "...";
-  return out;
-}
 
 class catalog {
  public:
-  // Opens every shard (see shard.hpp), then scans them in order. Opening all first lets one read
-  // of /proc/self/maps locate every map.
+  // eager: every shard opened at construction (so are mutable shards: their tables must be a
+  // snapshot taken when the source opens, not when a record is first used).
   catalog(const std::vector<std::filesystem::path>& paths, bool datum, bool immutable,
-          unsigned max_readers)
-      : datum_(datum), immutable_(immutable) {
-    shards_.reserve(paths.size());
-    for (const auto& p : paths) shards_.push_back(open_shard(p, max_readers, immutable_));
-    const std::vector<mapping> maps = file_mappings();
-    for (shard& s : shards_) scan(s, maps);
+          unsigned max_readers, bool eager)
+      : datum_(datum), immutable_(immutable), max_readers_(max_readers) {
+    for (const auto& p : paths) {
+      slots_.push_back(std::make_unique<slot>());
+      slots_.back()->path = p;
+    }
+    if (eager || !immutable_ || slots_.size() == 1)
+      open_all();
+    else
+      learn_extents();
+    for (const auto& sl : slots_) {
+      max_record_ = std::max(max_record_, sl->expected.max_record);
+      fixed_ = fixed_ && sl->expected.min_record == sl->expected.max_record &&
+               sl->expected.max_record == slots_[0]->expected.max_record;
+    }
   }
   catalog(const catalog&) = delete;
   catalog& operator=(const catalog&) = delete;
 
-  [[nodiscard]] std::uint64_t size() const noexcept { return entries_.size(); }
+  [[nodiscard]] std::uint64_t size() const noexcept { return first_.back(); }
   [[nodiscard]] bool datum() const noexcept { return datum_; }
   [[nodiscard]] bool immutable() const noexcept { return immutable_; }
-  [[nodiscard]] const std::vector<shard>& shards() const noexcept { return shards_; }
-  // First global record of shard s; shard_first(shards().size()) == size().
-  [[nodiscard]] std::uint64_t shard_first(std::size_t s) const noexcept { return shard_first_[s]; }
+  [[nodiscard]] std::size_t shard_count() const noexcept { return slots_.size(); }
+  // First global record of shard k; shard_first(shard_count()) == size().
+  [[nodiscard]] std::uint64_t shard_first(std::size_t k) const noexcept { return first_[k]; }
+  [[nodiscard]] const std::filesystem::path& shard_path(std::size_t k) const noexcept {
+    return slots_[k]->path;
+  }
+  // The common record size when every record has it, else 0; the largest record.
+  [[nodiscard]] std::size_t fixed_record() const noexcept {
+    return fixed_ ? slots_[0]->expected.max_record : 0;
+  }
+  [[nodiscard]] std::size_t max_record() const noexcept { return max_record_; }
+  [[nodiscard]] std::size_t opens() const noexcept {
+    return opens_.load(std::memory_order_relaxed);
+  }
 
   // Callers check i < size().
   [[nodiscard]] std::size_t shard_of(std::uint64_t i) const noexcept {
-    if (shards_.size() == 1) return 0;
-    const auto it = std::upper_bound(shard_first_.begin(), shard_first_.end(), i);
-    return static_cast<std::size_t>(it - shard_first_.begin()) - 1;
-  }
-  [[nodiscard]] const record_entry& entry(std::uint64_t i) const noexcept { return entries_[i]; }
-  // Where record i's value starts in its shard's data file (read-ahead advice only), or
-  // no_offset where the map's place was not found.
-  static constexpr std::uint64_t no_offset = ~std::uint64_t{0};
-  [[nodiscard]] std::uint64_t value_offset(std::uint64_t i) const noexcept {
-    return value_at_[i];
-  }
-  [[nodiscard]] std::size_t record_size(std::uint64_t i) const noexcept {
-    return entries_[i].payload_size;
-  }
-  [[nodiscard]] std::span<const std::byte> key(const record_entry& e) const noexcept {
-    if (e.key_size <= record_entry::inline_key) return {e.key, e.key_size};
-    std::uint64_t at = 0;
-    std::memcpy(&at, e.key, sizeof at);
-    return {key_arena_.data() + at, e.key_size};
-  }
-  [[nodiscard]] std::span<const std::byte> key(std::uint64_t i) const noexcept {
-    return key(entries_[i]);
+    if (slots_.size() == 1) return 0;
+    const auto it = std::upper_bound(first_.begin(), first_.end() - 1, i);
+    return static_cast<std::size_t>(it - first_.begin()) - 1;
   }
 
-  // Context for an error about record i of shard s: its data file, the global index, and its key
-  // in the message (callers append key_note()).
-  [[nodiscard]] static error_context record_context(const shard& s, std::uint64_t i) {
-    error_context c = file_context(s.data_file);
-    c.record = i;
-    return c;
+  // Shard k's table, opened on first use (its open errors are thrown to every caller until an
+  // open succeeds).
+  [[nodiscard]] const shard_table& table(std::size_t k) const {
+    const slot& sl = *slots_[k];
+    return sl.table.get(
+        [&] {
+          auto t = open_table(sl.path, first_[k], datum_, immutable_, max_readers_);
+          check_expected(*t, sl.expected);
+          return t;
+        },
+        opens_);
   }
-  [[nodiscard]] std::string key_note(std::uint64_t i) const {
-    return " (key '" + key_text(key(i)) + "')";
+  [[nodiscard]] const shard_table* if_open(std::size_t k) const noexcept {
+    return slots_[k]->table.if_open();
   }
 
  private:
-  // Appends the records of s: every key and value must lie inside the file (checked against
-  // where LMDB mapped it, found in `maps`), Datum values must parse.
-  void scan(shard& s, const std::vector<mapping>& maps) {
-    const std::uint64_t first = entries_.size();
-    read_txn txn;
-    if (int rc = txn.activate(s.handle.get()); rc != MDB_SUCCESS)
-      throw_status(rc, "mdb_txn_begin", "cannot begin a read transaction", file_context(s.data_file));
-    if (int rc = mdb_dbi_open(txn.get(), nullptr, 0, &s.dbi); rc != MDB_SUCCESS)
-      throw_status(rc, "mdb_dbi_open", "cannot open the main database", file_context(s.data_file));
-    unsigned flags = 0;
-    if (int rc = mdb_dbi_flags(txn.get(), s.dbi, &flags); rc != MDB_SUCCESS)
-      throw_status(rc, "mdb_dbi_flags", "cannot read the database flags", file_context(s.data_file));
-    if (flags & MDB_DUPSORT)
-      throw unsupported_error("LMDB databases with duplicate keys (MDB_DUPSORT) are not supported: "
-                              "a key must name exactly one record",
-                              file_context(s.data_file));
-    MDB_stat st{};
-    if (int rc = mdb_stat(txn.get(), s.dbi, &st); rc != MDB_SUCCESS)
-      throw_status(rc, "mdb_stat", "cannot read the database statistics", file_context(s.data_file));
-    if (st.ms_entries == 0)
-      throw format_error("the LMDB database is empty (no records)", file_context(s.data_file));
-    // A leaf node takes at least 8 bytes: more records than that is a damaged tree (this also
-    // bounds the scan of a tree whose damaged branches loop).
-    const std::uint64_t most = std::min<std::uint64_t>(st.ms_entries, s.file_size / 8);
-    entries_.reserve(first + std::min<std::uint64_t>(most, std::uint64_t{1} << 24));
-
-    MDB_cursor* raw = nullptr;
-    if (int rc = mdb_cursor_open(txn.get(), s.dbi, &raw); rc != MDB_SUCCESS)
-      throw_status(rc, "mdb_cursor_open", "cannot open a cursor", file_context(s.data_file));
-    cursor cur(raw);
-    MDB_val k{}, v{};
-    std::vector<overflow_run> runs;  // values on overflow pages: no two may share a page
-    int rc = mdb_cursor_get(raw, &k, &v, MDB_FIRST);
-    for (; rc == MDB_SUCCESS; rc = mdb_cursor_get(raw, &k, &v, MDB_NEXT)) {
-      const std::uint64_t rec = entries_.size();
-      if (rec - first == most)
-        throw corrupt_error("the database's tree holds more records than its header counts (" +
-                                std::to_string(st.ms_entries) + ") or the file can hold",
-                            record_context(s, rec));
-      if (!s.valid.known()) {
-        const std::byte* base = map_base_of(maps, k.mv_data, s.map_size);
-        if (base) s.valid = region{base, immutable_ ? s.file_size : s.map_size};
-      }
-      if (!s.valid.contains(k.mv_data, k.mv_size) || !s.valid.contains(v.mv_data, v.mv_size) ||
-          v.mv_size > s.file_size || v.mv_size > 0xffffffffu || k.mv_size > 0xffffu)
-        throw corrupt_error("a key or value lies outside data.mdb (damaged LMDB page)",
-                            record_context(s, rec));
-      if (const char* why = check_overflow_value(s, v))
-        throw corrupt_error(std::string("damaged LMDB overflow page: ") + why,
-                            record_context(s, rec));
-      const std::uintptr_t vat = reinterpret_cast<std::uintptr_t>(v.mv_data) -
-                                reinterpret_cast<std::uintptr_t>(s.valid.base);
-      if (s.valid.known() && s.psize && vat % s.psize == page_layout::header)
-        runs.push_back({vat / s.psize, (page_layout::header + v.mv_size + s.psize - 1) / s.psize,
-                        rec});
-      record_entry e;
-      e.value_size = static_cast<std::uint32_t>(v.mv_size);
-      e.payload_size = e.value_size;
-      e.key_size = static_cast<std::uint16_t>(k.mv_size);
-      const auto* kp = static_cast<const std::byte*>(k.mv_data);
-      if (k.mv_size <= record_entry::inline_key) {
-        if (k.mv_size) std::memcpy(e.key, kp, k.mv_size);
-      } else {
-        const std::uint64_t at = key_arena_.size();
-        std::memcpy(e.key, &at, sizeof at);
-        key_arena_.insert(key_arena_.end(), kp, kp + k.mv_size);
-      }
-      if (datum_) set_datum(e, s, rec, {static_cast<const std::byte*>(v.mv_data), v.mv_size});
-      entries_.push_back(e);
-      value_at_.push_back(s.valid.known() ? vat : no_offset);
-    }
-    if (rc != MDB_NOTFOUND)
-      throw_status(rc, "mdb_cursor_get", "cannot walk the database",
-                   record_context(s, entries_.size()));
-    if (entries_.size() == first)
-      throw format_error("the LMDB database is empty (no records)", file_context(s.data_file));
-    if (entries_.size() - first != st.ms_entries)
-      throw corrupt_error("the database's header counts " + std::to_string(st.ms_entries) +
-                              " records but its tree holds " +
-                              std::to_string(entries_.size() - first),
-                          file_context(s.data_file));
-    check_runs(s, runs);
-    if (int crc = txn.commit(); crc != MDB_SUCCESS)
-      throw_status(crc, "mdb_txn_commit", "cannot end the scan transaction",
-                   file_context(s.data_file));
-    shard_first_.push_back(entries_.size());
-  }
-
-  // The overflow pages of one value: [first, first + pages), and its record.
-  struct overflow_run {
-    std::uint64_t first = 0, pages = 0, record = 0;
+  struct slot {
+    std::filesystem::path path;
+    shard_extent expected;
+    lazy_slot<shard_table> table;
   };
-  // Two values on the same overflow pages: a damaged overflow page number points into another
-  // value (whose own header checks pass), so one of them would deliver the other's bytes.
-  static void check_runs(const shard& s, std::vector<overflow_run>& runs) {
-    std::sort(runs.begin(), runs.end(),
-              [](const overflow_run& a, const overflow_run& b) { return a.first < b.first; });
-    for (std::size_t i = 1; i < runs.size(); ++i)
-      if (runs[i].first < runs[i - 1].first + runs[i - 1].pages)
-        throw corrupt_error("damaged LMDB overflow page: the value's overflow pages (from page " +
-                                std::to_string(runs[i].first) + ") overlap those of record " +
-                                std::to_string(std::min(runs[i].record, runs[i - 1].record)),
-                            record_context(s, std::max(runs[i].record, runs[i - 1].record)));
+
+  void check_expected(const shard_table& t, const shard_extent& e) const {
+    if (t.records() != e.records || t.min_record != e.min_record || t.max_record != e.max_record)
+      throw format_error("the shard holds " + std::to_string(t.records()) +
+                             " records (sizes " + std::to_string(t.min_record) + " to " +
+                             std::to_string(t.max_record) + " bytes) but " + extents_from_ +
+                             " said " + std::to_string(e.records) + " (" +
+                             std::to_string(e.min_record) + " to " +
+                             std::to_string(e.max_record) +
+                             "): the shard changed since; rewrite the manifest or reopen",
+                         file_context(t.s.data_file));
   }
 
-  static void set_datum(record_entry& e, const shard& s, std::uint64_t rec,
-                        std::span<const std::byte> value) {
-    const datum_view d = parse_datum(value, record_context(s, rec));
-    e.label = d.label;
-    e.payload_size = static_cast<std::uint32_t>(datum_payload_size(d));  // <= value size
-    e.payload_offset = 0;
-    if (!d.data.empty())
-      e.payload_offset = static_cast<std::uint32_t>(d.data.data() - value.data());
-    else if (d.float_data_split())
-      e.payload_offset = gathered;
-    else if (!d.float_data.empty())
-      e.payload_offset = static_cast<std::uint32_t>(d.float_data.data() - value.data());
+  static shard_extent extent_of(const shard_table& t) {
+    return shard_extent{t.records(), t.min_record, t.max_record};
+  }
+
+  // Every shard opened now. Opening all before scanning lets one read of /proc/self/maps locate
+  // every map where map_base_direct() cannot.
+  void open_all() {
+    extents_from_ = "opened";
+    std::vector<std::unique_ptr<shard_table>> tables;
+    for (const auto& sl : slots_)
+      tables.push_back(std::make_unique<shard_table>(open_shard(sl->path, max_readers_,
+                                                                immutable_), 0));
+    const std::vector<mapping> maps = file_mappings();  // (LMDB never moves a map)
+    for (std::size_t k = 0; k < slots_.size(); ++k) {
+      tables[k]->first = first_.back();
+      tables[k]->scan(&maps, datum_, immutable_);
+      slots_[k]->expected = extent_of(*tables[k]);
+      first_.push_back(first_.back() + tables[k]->records());
+    }
+    for (std::size_t k = 0; k < slots_.size(); ++k) slots_[k]->table.set(std::move(tables[k]));
+    opens_.store(slots_.size());
+  }
+
+  // The first shard opened, the others' extents from the manifest or from a scan each (closed
+  // again).
+  void learn_extents() {
+    auto t0 = open_table(slots_[0]->path, 0, datum_, immutable_, max_readers_);
+    slots_[0]->expected = extent_of(*t0);
+    slots_[0]->table.set(std::move(t0));
+    opens_.store(1);
+    std::vector<std::filesystem::path> paths;
+    for (const auto& sl : slots_) paths.push_back(sl->path);
+    const auto listed = find_listed(paths);
+    bool from_manifest = listed && listed->manifest.format == "lmdb" &&
+                         listed->manifest.lmdb_datum == datum_ && listed->all_listed(1);
+    for (std::size_t k = 1; from_manifest && k < slots_.size(); ++k)
+      from_manifest = listed->entries[k]->min_record.has_value();
+    if (from_manifest) {
+      extents_from_ = "the manifest " + listed->manifest.path.string();
+      for (std::size_t k = 1; k < slots_.size(); ++k) {
+        const manifest_entry& e = *listed->entries[k];
+        slots_[k]->expected = shard_extent{e.records, static_cast<std::size_t>(*e.min_record),
+                                           static_cast<std::size_t>(e.max_record)};
+      }
+    } else {
+      extents_from_ = "its scan at construction";
+      std::uint64_t at = slots_[0]->expected.records;
+      for (std::size_t k = 1; k < slots_.size(); ++k) {
+        slots_[k]->expected =
+            extent_of(*open_table(slots_[k]->path, at, datum_, immutable_, max_readers_));
+        at += slots_[k]->expected.records;
+      }
+    }
+    for (const auto& sl : slots_) first_.push_back(first_.back() + sl->expected.records);
   }
 
   bool datum_, immutable_;
-  std::vector<shard> shards_;
-  std::vector<std::uint64_t> shard_first_{0};
-  std::vector<record_entry> entries_;  // global record order; never resized after the scans
-  std::vector<std::byte> key_arena_;   // keys longer than record_entry::inline_key
-  std::vector<std::uint64_t> value_at_;  // per record: value_offset(); not on the read path
+  unsigned max_readers_;
+  std::vector<std::unique_ptr<slot>> slots_;
+  std::vector<std::uint64_t> first_{0};
+  std::size_t max_record_ = 0;
+  bool fixed_ = true;
+  std::string extents_from_;
+  mutable std::atomic<std::size_t> opens_{0};
 };
 
 }  // namespace gpufeed::detail::lmdb

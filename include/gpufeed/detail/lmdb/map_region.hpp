@@ -6,12 +6,20 @@
 // address (MDB_envinfo::me_mapaddr is only set with MDB_FIXEDMAP), so on Linux we find the
 // mapping that contains a pointer LMDB returned in /proc/self/maps: its start minus its file
 // offset is the map's base. Elsewhere the region is unknown and only sizes are checked.
+// Reading /proc/self/maps costs time in the number of mappings (about 1 ms with 1,000 shards
+// mapped), which lazily opening shard after shard would pay on every open; so the base is
+// first derived from the page a key lies in and confirmed by /proc/self/map_files, which names
+// each mapping by its exact range (one stat), and /proc/self/maps is read only when that fails.
 #pragma once
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cinttypes>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -57,6 +65,36 @@ inline const std::byte* map_base_of(const std::vector<mapping>& maps, const void
     return reinterpret_cast<const std::byte*>(base);
   }
   return nullptr;
+}
+
+// The base of LMDB's map of the data file open as `fd`, from `in_page`, a pointer into a page of
+// it that LMDB returned (a key in a leaf page): the page's header names its page number, so the
+// base is the page's address less that many pages of `psize`; it is the base only if a mapping
+// of exactly [base, base + map_size rounded to pages) exists and is that file (stat of its
+// /proc/self/map_files entry). Null when not confirmed: callers then search file_mappings().
+// The page is read only where LMDB has just read it (it returned a pointer into it).
+inline const std::byte* map_base_direct(const void* in_page, std::size_t psize,
+                                        std::size_t map_size, int fd) noexcept {
+  const long os = ::sysconf(_SC_PAGESIZE);
+  if (os <= 0 || psize == 0 || psize > static_cast<std::size_t>(os) ||
+      static_cast<std::size_t>(os) % psize != 0)
+    return nullptr;  // the map is aligned to OS pages, so to LMDB's only when they divide them
+  const auto a = reinterpret_cast<std::uintptr_t>(in_page);
+  const std::uintptr_t page = a / psize * psize;
+  std::uint64_t pgno = 0;
+  std::memcpy(&pgno, reinterpret_cast<const void*>(page), sizeof pgno);
+  if (pgno > page / psize) return nullptr;
+  const std::uintptr_t base = page - static_cast<std::uintptr_t>(pgno) * psize;
+  const std::uintptr_t len = (map_size + static_cast<std::size_t>(os) - 1) /
+                             static_cast<std::size_t>(os) * static_cast<std::size_t>(os);
+  if (len == 0 || base > UINTPTR_MAX - len || a >= base + len) return nullptr;
+  char name[64];
+  std::snprintf(name, sizeof name, "/proc/self/map_files/%jx-%jx", static_cast<std::uintmax_t>(base),
+                static_cast<std::uintmax_t>(base + len));
+  struct stat m {}, f {};
+  if (::stat(name, &m) != 0 || ::fstat(fd, &f) != 0) return nullptr;
+  if (m.st_dev != f.st_dev || m.st_ino != f.st_ino) return nullptr;
+  return reinterpret_cast<const std::byte*>(base);
 }
 
 // The bytes a shard's pointers may point into: [base, base + size). Unknown when base is null.

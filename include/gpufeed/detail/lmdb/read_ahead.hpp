@@ -31,32 +31,39 @@ inline void advise_pages(const shard& s, std::uint64_t at, std::uint64_t end) no
   (void)::madvise(const_cast<std::byte*>(s.valid.base) + at, end - at, MADV_WILLNEED);
 }
 
-// Advises the pages of records [first, first + count) (clipped to the catalog).
+// Advises the pages of records [first, first + count) (clipped to the catalog). Shards not
+// opened yet are not advised (opening is I/O; their first read opens them).
 inline void advise_records(const catalog& c, std::uint64_t first, std::uint64_t count) noexcept {
   if (first >= c.size()) return;
   const std::uint64_t end = c.size() - first < count ? c.size() : first + count;
   const long os_page = ::sysconf(_SC_PAGESIZE);
   const std::uint64_t page = os_page > 0 ? static_cast<std::uint64_t>(os_page) : 4096;
-  const shard* cur = nullptr;
-  std::uint64_t at = 0, stop = 0;
-  for (std::uint64_t i = first; i < end; ++i) {
-    const shard& s = c.shards()[c.shard_of(i)];
-    const std::uint64_t v = c.value_offset(i);
-    if (!s.valid.known() || v == catalog::no_offset) continue;
-    const std::uint64_t lo = v / page * page;
-    const std::uint64_t hi =
-        std::min<std::uint64_t>((v + c.entry(i).value_size + page - 1) / page * page,
-                                (s.valid.size + page - 1) / page * page);
-    if (cur == &s && lo <= stop) {
-      stop = std::max(stop, hi);
-      continue;
+  for (std::size_t k = c.shard_of(first); k < c.shard_count() && c.shard_first(k) < end; ++k) {
+    const shard_table* t = c.if_open(k);
+    if (!t || !t->s.valid.known()) continue;
+    const shard& s = t->s;
+    std::uint64_t at = 0, stop = 0;
+    bool any = false;
+    const std::uint64_t lo_rec = std::max(first, t->first) - t->first;
+    const std::uint64_t hi_rec = std::min(end, t->first + t->records()) - t->first;
+    for (std::uint64_t r = lo_rec; r < hi_rec; ++r) {
+      const std::uint64_t v = t->value_offset(r);
+      if (v == shard_table::no_offset) continue;
+      const std::uint64_t lo = v / page * page;
+      const std::uint64_t hi =
+          std::min<std::uint64_t>((v + t->entry(r).value_size + page - 1) / page * page,
+                                  (s.valid.size + page - 1) / page * page);
+      if (any && lo <= stop) {
+        stop = std::max(stop, hi);
+        continue;
+      }
+      if (any) advise_pages(s, at, stop);
+      any = true;
+      at = lo;
+      stop = hi;
     }
-    if (cur) advise_pages(*cur, at, stop);
-    cur = &s;
-    at = lo;
-    stop = hi;
+    if (any) advise_pages(s, at, stop);
   }
-  if (cur) advise_pages(*cur, at, stop);
 }
 
 }  // namespace gpufeed::detail::lmdb

@@ -41,14 +41,15 @@ class txn_set {
  public:
   // Throws io_error when s's data file is now shorter than at open (LMDB never shrinks it: the
   // file was truncated by someone else, and reading pages past its end would fault).
-  static void check_not_shrunk(const catalog& c, const shard& s, std::uint64_t i) {
+  static void check_not_shrunk(const shard_table& t, std::uint64_t i) {
+    const shard& s = t.s;
     struct stat st {};
     if (::fstat(s.fd, &st) != 0)
-      throw_status(errno, "fstat", "cannot stat the LMDB data file", catalog::record_context(s, i));
+      throw_status(errno, "fstat", "cannot stat the LMDB data file", record_context(s, i));
     if (static_cast<std::uint64_t>(st.st_size) < s.file_size)
       throw io_error("data.mdb was truncated while open: it had " + std::to_string(s.file_size) +
-                         " bytes, now " + std::to_string(st.st_size) + c.key_note(i),
-                     catalog::record_context(s, i));
+                         " bytes, now " + std::to_string(st.st_size) + t.key_note(i - t.first),
+                     record_context(s, i));
   }
   static std::string file_size_text(const shard& s) {
     struct stat st {};
@@ -56,27 +57,30 @@ class txn_set {
     return std::to_string(st.st_size) + " bytes, " + std::to_string(s.file_size) + " at open";
   }
 
+  // Opens the record's shard on first use (its open error, naming it, is thrown here).
   void read(const catalog& c, std::uint64_t i, std::span<std::byte> dst) {
     check_index(c, i);
-    const record_entry& e = c.entry(i);
-    const std::size_t n = e.payload_size;
     const std::size_t si = c.shard_of(i);
-    const shard& s = c.shards()[si];
+    const shard_table& tab = c.table(si);
+    const std::uint64_t local = i - tab.first;
+    const record_entry& e = tab.entry(local);
+    const std::size_t n = e.payload_size;
+    const shard& s = tab.s;
     if (dst.size() < n)
       throw config_error("destination of " + std::to_string(dst.size()) +
                              " bytes is smaller than the record's " + std::to_string(n) + " bytes" +
-                             c.key_note(i),
-                         catalog::record_context(s, i));
-    if (txns_.size() != c.shards().size()) txns_.resize(c.shards().size());
+                             tab.key_note(local),
+                         record_context(s, i));
+    if (txns_.size() != c.shard_count()) txns_.resize(c.shard_count());
     read_txn& t = txns_[si];
     if (!t.active()) {
       const char* api = t.get() ? "mdb_txn_renew" : "mdb_txn_begin";
-      check_not_shrunk(c, s, i);  // at batch boundaries: a clear message before any fault
+      check_not_shrunk(tab, i);  // at batch boundaries: a clear message before any fault
       if (int rc = t.activate(s.handle.get()); rc != MDB_SUCCESS)
-        throw_status(rc, api, "cannot start a read transaction", catalog::record_context(s, i));
+        throw_status(rc, api, "cannot start a read transaction", record_context(s, i));
       active_.push_back(static_cast<std::uint32_t>(si));
     }
-    const std::span<const std::byte> k = c.key(e);
+    const std::span<const std::byte> k = tab.key(e);
     MDB_val key{k.size(), const_cast<std::byte*>(k.data())};  // mdb_get does not write the key
     MDB_val val{};
     int rc = MDB_SUCCESS;
@@ -85,7 +89,7 @@ class txn_set {
     // A Datum gather names the record in its format errors: built before the guard (no frame a
     // jump could skip may own memory).
     std::optional<error_context> gather_ctx;
-    if (e.payload_offset == gathered) gather_ctx.emplace(catalog::record_context(s, i));
+    if (e.payload_offset == gathered) gather_ctx.emplace(record_context(s, i));
     // Everything that touches the map runs in the guard (fault_guard.hpp) and only sets these
     // trivial locals; errors are thrown after it.
     const void* fault = guard_map_reads(s.valid.base, s.map_size, [&] {
@@ -117,31 +121,31 @@ class txn_set {
               std::to_string(reinterpret_cast<std::uintptr_t>(fault) -
                              reinterpret_cast<std::uintptr_t>(s.valid.base)) +
               " of the map, past the file's end (SIGBUS caught; the file now has " +
-              file_size_text(s) + ")" + c.key_note(i),
-          catalog::record_context(s, i));
+              file_size_text(s) + ")" + tab.key_note(local),
+          record_context(s, i));
     }
     switch (out) {
       case outcome::copied: return;
       case outcome::get_failed:
         t.discard();  // an error may leave the txn unusable (MDB_TXN_ERROR); begin afresh
         if (rc == MDB_NOTFOUND)
-          throw corrupt_error("the record's key is no longer in the database" + c.key_note(i),
-                              catalog::record_context(s, i));
-        throw_status(rc, "mdb_get", "cannot read the record" + c.key_note(i),
-                     catalog::record_context(s, i));
+          throw corrupt_error("the record's key is no longer in the database" + tab.key_note(local),
+                              record_context(s, i));
+        throw_status(rc, "mdb_get", "cannot read the record" + tab.key_note(local),
+                     record_context(s, i));
       case outcome::size_changed:
         throw corrupt_error("the record's value has " + std::to_string(val.mv_size) +
                                 " bytes, but had " + std::to_string(e.value_size) +
-                                " when the shard was opened" + c.key_note(i),
-                            catalog::record_context(s, i));
+                                " when the shard was opened" + tab.key_note(local),
+                            record_context(s, i));
       case outcome::bad_overflow:
         throw corrupt_error(std::string("damaged LMDB overflow page: ") + overflow_bad +
-                                c.key_note(i),
-                            catalog::record_context(s, i));
+                                tab.key_note(local),
+                            record_context(s, i));
       case outcome::gather_short:
         throw corrupt_error("the Datum's float_data changed since the shard was opened" +
-                                c.key_note(i),
-                            catalog::record_context(s, i));
+                                tab.key_note(local),
+                            record_context(s, i));
     }
   }
 

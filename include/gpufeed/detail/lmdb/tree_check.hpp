@@ -10,7 +10,7 @@
 //   - pages above the last level are branch pages with >= 2 nodes, pages on it are leaves;
 //   - the node-offset array and every node (header, key, inline value or overflow page number)
 //     lie inside the page; child and overflow page numbers lie inside the file.
-// Overflow pages are not read here; the scan (catalog.hpp) checks every value lies inside the
+// Overflow pages are not read here; the scan (shard_table.hpp) checks every value lies inside the
 // file, that its overflow page's own header agrees (check_overflow_value in shard.hpp) and that
 // no two values share overflow pages. Layout (64-bit, MDB_DATA_VERSION 1):
 //   page header (16 bytes): pgno u64 | pad u16 | flags u16 | lower u16 | upper u16, then the u16

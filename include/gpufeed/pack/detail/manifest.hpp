@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,6 +62,10 @@ struct manifest_shard {
   std::uint64_t records = 0, bytes = 0, first_record = 0;
   std::uint32_t crc32 = 0;
   std::uint64_t max_record = 0;  // bytes of the largest record
+  std::uint64_t min_record = 0;  // bytes of the smallest record
+  // HDF5: rows per band of chunks decoded together (0: records decode alone); unset when only
+  // the opened shard can tell (compressed blob layout) and for LMDB.
+  std::optional<std::uint64_t> band_rows;
 };
 
 struct manifest_data {
@@ -98,7 +103,9 @@ inline std::string manifest_text(const manifest_data& m) {
     t += (i ? ",\n    {" : "\n    {");
     t += "\"file\": " + json_string(s.file) + ", \"records\": " + num(s.records) +
          ", \"bytes\": " + num(s.bytes) + ", \"first_record\": " + num(s.first_record) +
-         ", \"max_record\": " + num(s.max_record) + ", \"crc32\": \"" + hex32(s.crc32) + "\"}";
+         ", \"max_record\": " + num(s.max_record) + ", \"min_record\": " + num(s.min_record) +
+         (s.band_rows ? ", \"band_rows\": " + num(*s.band_rows) : std::string()) +
+         ", \"crc32\": \"" + hex32(s.crc32) + "\"}";
   }
   t += m.shards.empty() ? "],\n" : "\n  ],\n";
   t += "  \"has_labels\": " + std::string(m.labels ? "true" : "false") + ",\n";

@@ -323,14 +323,30 @@ inline pack_result run_job(const pack_job& job, const std::filesystem::path& out
   m.seed = o.seed;
   m.names = &job.names;
   m.source = job.source_text;
-  for (const packed_shard& s : res.shard_info) {
-    // The largest record: what a reader of the manifest sizes its slots by without opening the
-    // shard (hdf5_source's lazy open).
-    std::uint64_t max_record = 0;
-    for (std::uint64_t r = s.first_record; r < s.first_record + s.records; ++r)
+  for (std::size_t si = 0; si < res.shard_info.size(); ++si) {
+    const packed_shard& s = res.shard_info[si];
+    // The largest and smallest records: what a reader of the manifest sizes its slots by, and
+    // learns whether every record has one size, without opening the shard (lazy open).
+    std::uint64_t max_record = 0, min_record = ~std::uint64_t{0};
+    for (std::uint64_t r = s.first_record; r < s.first_record + s.records; ++r) {
       max_record = std::max(max_record, plan.sizes[static_cast<std::size_t>(r)]);
-    m.shards.push_back(
-        {s.file.filename().string(), s.records, s.bytes, s.first_record, s.crc32, max_record});
+      min_record = std::min(min_record, plan.sizes[static_cast<std::size_t>(r)]);
+    }
+    manifest_shard ms{s.file.filename().string(), s.records, s.bytes, s.first_record, s.crc32,
+                      max_record};
+    ms.min_record = s.records ? min_record : 0;
+    // HDF5: rows per band of chunks (what hdf5_source::decode_unit answers for an unopened
+    // shard): 0 uncompressed, chunk rows for the fixed layout; compressed blob shards: unstated.
+#if defined(GPUFEED_PACK_HDF5)
+    if (!lmdb) {
+      const std::uint64_t chunk = plan.shards[si].chunk;
+      if (!compressed || chunk == 0)
+        ms.band_rows = 0;
+      else if (job.shape.fixed())
+        ms.band_rows = chunk / job.shape.row_bytes;
+    }
+#endif
+    m.shards.push_back(std::move(ms));
   }
   write_file_atomically(out_dir, manifest_name, manifest_text(m));
   res.manifest = out_dir / manifest_name;
