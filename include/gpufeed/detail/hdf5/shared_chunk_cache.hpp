@@ -126,24 +126,7 @@ class shared_chunk_cache {
     ++stats_.chunks_decoded;
     ++stats_.decoded_ahead;
     stats_.decoded_bytes += bytes;
-    entry& e = table_[key];
-    e.size = bytes;
-    e.users = std::max<std::uint64_t>(1, users);
-    e.pins = 1;
-    held_ += bytes;
-    stats_.cache_peak_bytes = std::max(stats_.cache_peak_bytes, held_);
-    lock.unlock();
-    try {
-      e.bytes = reused ? std::move(reused) : std::unique_ptr<std::byte[]>(new std::byte[bytes]);
-      decode(std::span<std::byte>(e.bytes.get(), bytes));
-    } catch (...) {
-      lock.lock();
-      held_ -= bytes;
-      table_.erase(key);
-      ready_.notify_all();
-      throw;
-    }
-    lock.lock();
+    entry& e = decode_entry(lock, key, bytes, users, std::move(reused), decode);
     e.ready = true;
     e.reads = 0;
     release(key);  // unpinned: joins the open chunks
@@ -245,6 +228,21 @@ class shared_chunk_cache {
       lock.lock();
       return pin(nullptr, key, buf.data());
     }
+    entry& e = decode_entry(lock, key, bytes, users, std::move(reused), decode);
+    e.ready = true;
+    e.reads = 1;
+    ready_.notify_all();
+    return pin(this, key, e.bytes.get());
+  }
+
+  // Enters chunk `key` as being decoded (pinned once, its bytes counted against the budget),
+  // decodes it outside the lock into `reused` (an evicted buffer of this size, if any: no
+  // allocator round trip and no fresh pages to fault in per decode; 128 KiB chunks sit at
+  // glibc's mmap threshold) or a new buffer, and returns it, lock held, not yet ready. A failed
+  // decode removes the entry, wakes the waiters and rethrows.
+  template <class Decode>
+  entry& decode_entry(std::unique_lock<std::mutex>& lock, std::uint64_t key, std::size_t bytes,
+                      std::uint64_t users, std::unique_ptr<std::byte[]> reused, Decode& decode) {
     entry& e = table_[key];
     e.size = bytes;
     e.users = std::max<std::uint64_t>(1, users);
@@ -253,8 +251,6 @@ class shared_chunk_cache {
     stats_.cache_peak_bytes = std::max(stats_.cache_peak_bytes, held_);
     lock.unlock();
     try {
-      // An evicted chunk's buffer of the same size is reused: no allocator round trip and no
-      // fresh pages to fault in per decode (128 KiB chunks sit at glibc's mmap threshold).
       e.bytes = reused ? std::move(reused) : std::unique_ptr<std::byte[]>(new std::byte[bytes]);
       decode(std::span<std::byte>(e.bytes.get(), bytes));
     } catch (...) {
@@ -265,10 +261,7 @@ class shared_chunk_cache {
       throw;
     }
     lock.lock();
-    e.ready = true;
-    e.reads = 1;
-    ready_.notify_all();
-    return pin(this, key, e.bytes.get());
+    return e;
   }
 
   // Pins e (taking it off the eviction lists).
