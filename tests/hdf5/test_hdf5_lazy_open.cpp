@@ -20,12 +20,14 @@
 #include "gpufeed/loader.hpp"
 #include "gpufeed/pack/detail/manifest.hpp"
 #include "h5_writer.hpp"
+#include "fd_count.hpp"
 #include "test_util.hpp"
 
 using namespace gpufeed;
 using gpufeed::test::dataset_spec;
 using gpufeed::test::h5_file;
 namespace fs = std::filesystem;
+using gpufeed::test::fds_under;
 
 namespace {
 
@@ -81,17 +83,6 @@ std::vector<fs::path> write_shards(const fs::path& dir, bool manifest,
   m.records = first;
   if (manifest) std::ofstream(dir / "manifest.json") << detail::pack::manifest_text(m);
   return paths;
-}
-
-// Descriptors of this process open on files under dir.
-int fds_under(const fs::path& dir) {
-  int n = 0;
-  std::error_code ec;
-  for (fs::directory_iterator it("/proc/self/fd", ec), end; !ec && it != end; it.increment(ec)) {
-    const auto target = fs::read_symlink(it->path(), ec);
-    if (!ec && target.string().rfind(dir.string(), 0) == 0) ++n;
-  }
-  return n;
 }
 
 std::uint64_t first_of(int k) {

@@ -22,10 +22,12 @@
 #include "gpufeed/loader.hpp"
 #include "gpufeed/pack/detail/manifest.hpp"
 #include "lmdb_test_util.hpp"
+#include "fd_count.hpp"
 #include "test_util.hpp"
 
 using namespace gpufeed;
 namespace fs = std::filesystem;
+using gpufeed::test::fds_under;
 
 namespace {
 
@@ -76,16 +78,6 @@ shard_set write_shards(const fs::path& dir, bool manifest, std::size_t fixed = 0
   if (manifest) std::ofstream(dir / "manifest.json") << detail::pack::manifest_text(m);
   out.real = fs::canonical(dir);
   return out;
-}
-
-int fds_under(const fs::path& dir) {
-  int n = 0;
-  std::error_code ec;
-  for (fs::directory_iterator it("/proc/self/fd", ec), end; !ec && it != end; it.increment(ec)) {
-    const auto target = fs::read_symlink(it->path(), ec);
-    if (!ec && target.string().rfind(dir.string(), 0) == 0) ++n;
-  }
-  return n;
 }
 
 void check_record(const lmdb_source& src, int k, std::uint64_t r) {
