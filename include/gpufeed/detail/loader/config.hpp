@@ -67,13 +67,18 @@ inline std::size_t pick(std::size_t compile_time, std::size_t run_time, std::siz
 
 // About 256 KiB of records per task, and enough tasks in the prefetch window (2 per worker)
 // that no worker idles because batches are fewer than workers.
+// The most records per task that still leave 2 tasks per worker in the prefetch window.
+inline std::size_t records_for_parallelism(std::size_t batch, std::size_t workers,
+                                           std::size_t prefetch) {
+  const std::size_t min_chunks = (2 * workers + prefetch - 1) / prefetch;
+  return std::max<std::size_t>(1, (batch + min_chunks - 1) / min_chunks);
+}
+
 inline std::size_t auto_chunk(std::size_t batch, std::size_t capacity, std::size_t workers,
                               std::size_t prefetch) {
   const std::size_t avg = std::max<std::size_t>(1, capacity / batch);
   const std::size_t by_bytes = std::max<std::size_t>(1, (256u << 10) / avg);
-  const std::size_t min_chunks = (2 * workers + prefetch - 1) / prefetch;
-  const std::size_t by_parallelism =
-      std::max<std::size_t>(1, (batch + min_chunks - 1) / min_chunks);
+  const std::size_t by_parallelism = records_for_parallelism(batch, workers, prefetch);
   return std::clamp<std::size_t>(std::min(by_bytes, by_parallelism), 1, batch);
 }
 
@@ -84,9 +89,7 @@ inline std::size_t auto_chunk(std::size_t batch, std::size_t capacity, std::size
 inline std::size_t auto_chunk_grouped(std::size_t batch, std::size_t capacity, std::size_t workers,
                                       std::size_t prefetch) {
   const std::size_t base = auto_chunk(batch, capacity, workers, prefetch);
-  const std::size_t min_chunks = (2 * workers + prefetch - 1) / prefetch;
-  const std::size_t by_parallelism =
-      std::max<std::size_t>(1, (batch + min_chunks - 1) / min_chunks);
+  const std::size_t by_parallelism = records_for_parallelism(batch, workers, prefetch);
   return std::clamp<std::size_t>(std::min(8 * base, by_parallelism), base, batch);
 }
 

@@ -151,9 +151,21 @@ class producer {
         bytes = stage.run(reader, slot, l, task->begin, task->end, failures, transform_ns);
       } else {
         probe_range range(s_.engine->probe(), "gpufeed read");
-        order.clear();
-        for (std::size_t k = task->begin; k < task->end; ++k) order.push_back(k);
-        if (s_.setup.sorted_tasks) {
+        auto read_one = [&](std::size_t k) {
+          try {
+            reader.read(idx[k], std::span(data + off[k], off[k + 1] - off[k]));
+            bytes += off[k + 1] - off[k];
+          } catch (...) {
+            ++failures;
+            std::lock_guard lock(slot.failure_mutex);
+            slot.failures.push_back(record_failure{k, std::current_exception()});
+          }
+        };
+        if (!s_.setup.sorted_tasks) {
+          for (std::size_t k = task->begin; k < task->end; ++k) read_one(k);
+        } else {
+          order.clear();
+          for (std::size_t k = task->begin; k < task->end; ++k) order.push_back(k);
           std::sort(order.begin(), order.end(),
                     [&](std::size_t a, std::size_t b) { return idx[a] < idx[b]; });
           // Each worker starts its sweep elsewhere: workers on tasks of one batch would
@@ -163,16 +175,7 @@ class producer {
           std::rotate(order.begin(),
                       order.begin() + static_cast<std::ptrdiff_t>(w % workers * order.size() / workers),
                       order.end());
-        }
-        for (const std::size_t k : order) {
-          try {
-            reader.read(idx[k], std::span(data + off[k], off[k + 1] - off[k]));
-            bytes += off[k + 1] - off[k];
-          } catch (...) {
-            ++failures;
-            std::lock_guard lock(slot.failure_mutex);
-            slot.failures.push_back(record_failure{k, std::current_exception()});
-          }
+          for (const std::size_t k : order) read_one(k);
         }
       }
       const std::uint64_t wall = since_ns(t0);
