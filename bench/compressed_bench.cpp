@@ -242,7 +242,9 @@ class runner {
     return {{"worker_seconds", s.elapsed_seconds * static_cast<double>(s.workers.size())},
             {"read", read}, {"cpu", cpu}, {"runqueue", runq}, {"idle", idle},
             {"planner_wait", s.planner_wait_seconds}, {"consumer_wait", s.consumer_wait_seconds},
-            {"cache_waits", s.decode ? s.decode->cache_waits : 0}};
+            {"cache_waits", s.decode ? s.decode->cache_waits : 0},
+            {"cache_wait_seconds", s.decode ? s.decode->cache_wait_seconds : 0.0},
+            {"cache_lock_wait_seconds", s.decode ? s.decode->cache_lock_wait_seconds : 0.0}};
   }
 
   static nlohmann::json decode_json(const gpufeed::loader_stats& s) {

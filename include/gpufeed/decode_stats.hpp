@@ -15,6 +15,8 @@ struct decode_stats {
   std::uint64_t delivered_bytes = 0;  // bytes of those records
   std::uint64_t cache_hits = 0;       // chunk reads served by an already decoded chunk
   std::uint64_t cache_waits = 0;      // of those, reads that waited for another worker's decode
+  double cache_wait_seconds = 0;      // the time those reads waited, summed over readers
+  double cache_lock_wait_seconds = 0;  // time readers waited for the cache's lock, summed
   std::uint64_t uncached_decodes = 0;  // decodes that found no room in the budget (every cached
                                        // chunk in use): decoded for one record, then dropped
   std::uint64_t decoded_ahead = 0;     // of chunks_decoded, those decoded ahead of their reads
@@ -40,6 +42,8 @@ inline decode_stats since(const decode_stats& now, const decode_stats& before) n
   d.delivered_bytes -= before.delivered_bytes;
   d.cache_hits -= before.cache_hits;
   d.cache_waits -= before.cache_waits;
+  d.cache_wait_seconds -= before.cache_wait_seconds;
+  d.cache_lock_wait_seconds -= before.cache_lock_wait_seconds;
   d.uncached_decodes -= before.uncached_decodes;
   d.decoded_ahead -= before.decoded_ahead;
   return d;

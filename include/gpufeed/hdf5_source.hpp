@@ -304,21 +304,17 @@ class hdf5_source {
 class hdf5_source::reader {
  public:
   // config_error when i is out of range or dst is smaller than record_size(i).
-  void read(std::uint64_t i, std::span<std::byte> dst) {
-    const std::size_t k = state_->locate(i);
-    const auto& s = state_->shard(k);
-    const std::uint64_t local = i - state_->first[k];
-    const std::size_t need = s.record_bytes(local);
-    if (dst.size() < need) {
-      error_context ctx;
-      ctx.file = s.path;
-      ctx.record = i;
-      throw config_error("destination holds " + std::to_string(dst.size()) + " bytes; record " +
-                             std::to_string(i) + " needs " + std::to_string(need),
-                         std::move(ctx));
-    }
-    impl_.read(s, state_->key_base[k], local, i, dst);
-  }
+  void read(std::uint64_t i, std::span<std::byte> dst) { (void)read_at(i, dst, true); }
+
+  // As read(), but never waits for a chunk another reader (another worker) is decoding: the rest
+  // of the record is done, and false says its remaining chunks are left for finish_deferred().
+  // A worker with more records to read takes them meanwhile instead of queueing behind that
+  // decode (docs/design.md, "Deferred records"). True: the record is complete.
+  bool try_read(std::uint64_t i, std::span<std::byte> dst) { return read_at(i, dst, false); }
+
+  // Completes the oldest record try_read() left unfinished (pass the same i and dst), waiting
+  // for its chunks; records are finished in the order they were left. Errors as read().
+  void finish_deferred(std::uint64_t i, std::span<std::byte> dst) { impl_.finish_deferred(i, dst); }
 
   // Decodes ahead, into the shared cache, the chunks records [first, first + count) will read
   // (the loader's idle workers do it for block_shuffled's next window), while the cache has room
@@ -347,6 +343,22 @@ class hdf5_source::reader {
   friend class hdf5_source;
   explicit reader(const detail::hdf5::source_state* state)
       : state_(state), impl_(*state->cache) {}
+
+  bool read_at(std::uint64_t i, std::span<std::byte> dst, bool wait) {
+    const std::size_t k = state_->locate(i);
+    const auto& s = state_->shard(k);
+    const std::uint64_t local = i - state_->first[k];
+    const std::size_t need = s.record_bytes(local);
+    if (dst.size() < need) {
+      error_context ctx;
+      ctx.file = s.path;
+      ctx.record = i;
+      throw config_error("destination holds " + std::to_string(dst.size()) + " bytes; record " +
+                             std::to_string(i) + " needs " + std::to_string(need),
+                         std::move(ctx));
+    }
+    return impl_.read(s, state_->key_base[k], local, i, dst, wait);
+  }
 
   const detail::hdf5::source_state* state_;
   detail::hdf5::record_reader impl_;

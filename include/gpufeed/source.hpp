@@ -161,6 +161,17 @@ concept decode_ahead_reader = requires(R& r, std::uint64_t i) {
   { r.decode_ahead(i, i) } noexcept;
 };
 
+// A per-thread reader that need not wait for decoding work another reader has started:
+// r.try_read(i, dst) reads record i or, returning false, leaves its remainder for
+// r.finish_deferred(i, dst), which the caller calls for each such record in the order they were
+// left, before anything else on that reader. The loader's workers read a task's other records
+// meanwhile.
+template <class R>
+concept deferring_reader = requires(R& r, std::uint64_t i, std::span<std::byte> dst) {
+  { r.try_read(i, dst) } -> std::convertible_to<bool>;
+  r.finish_deferred(i, dst);
+};
+
 // Calls r.idle() when the reader defines it.
 template <class R>
 void reader_idle(R& r) noexcept {

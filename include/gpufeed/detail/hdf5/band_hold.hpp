@@ -8,7 +8,9 @@
 // served, adding them to the chunks' read counts when it lets go (a pinned chunk is never
 // evicted, so counting late changes no eviction). It lets go when a record needs another band,
 // when the reader goes idle, and when it is destroyed. Holding one band per reader is within
-// the cache budget, which counts one unit per worker (cache_budget.hpp).
+// the cache budget, which counts one unit per worker (cache_budget.hpp). Rows that lie in one
+// chunk (pack's shards: 64 rows a chunk) are held the same way, a band of one chunk: their two
+// lock round trips per record kept 14 workers waiting for the lock a quarter of their time.
 #pragma once
 
 #include <cstdint>

@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -45,24 +46,68 @@ class record_reader {
 
   // Writes record `local` of shard s (global index `global`, for errors) to dst, which holds at
   // least s.record_bytes(local) bytes. `key_base` numbers s's chunks uniquely in the source.
-  void read(const shard_index& s, std::uint64_t key_base, std::uint64_t local, std::uint64_t global,
-            std::span<std::byte> dst) {
+  //
+  // With wait = false it never waits for a chunk another reader is decoding: it does the rest of
+  // the record (decoding the chunks nobody has started, copying out the ready ones) and returns
+  // false, keeping the record's remaining chunks for finish_deferred(). Records whose chunks and
+  // runs are worked out per record (blob records, scattered rows) always wait. True: complete.
+  bool read(const shard_index& s, std::uint64_t key_base, std::uint64_t local, std::uint64_t global,
+            std::span<std::byte> dst, bool wait = true) {
     const std::size_t n = s.record_bytes(local);
     switch (s.kind) {
       case read_kind::fallback:
         s.fallback_read(local, dst, global);
-        return;
+        return true;
       case read_kind::contiguous: {
         const std::uint64_t at = s.blob ? s.offsets[local] : local * s.row_bytes;
         if (n) s.file.read_exact(dst.data(), n, s.base + at, global);
         break;
       }
       case read_kind::chunked:
-        read_chunked(s, key_base, local, global, dst);
+        if (!read_chunked(s, key_base, local, global, dst, wait)) return false;
         cache_->count_record(n);
         break;
     }
     if (s.swap) byteswap_elements(dst.data(), n, s.element_size);
+    return true;
+  }
+
+  // Completes the oldest record read(wait = false) left unfinished, waiting for its chunks; the
+  // caller names it (global index, dst as passed) and finishes them in the order they were left.
+  // Errors as read(), for that record.
+  void finish_deferred(std::uint64_t global, std::span<std::byte> dst) {
+    if (next_late_ >= late_.size() || late_[next_late_].global != global ||
+        late_[next_late_].dst.data() != dst.data())
+      throw std::logic_error("record_reader::finish_deferred: not the oldest deferred record");
+    const late_record r = late_[next_late_++];
+    struct clear_when_done {  // the last one empties the lists, also when it throws
+      record_reader& me;
+      ~clear_when_done() {
+        if (me.next_late_ == me.late_.size()) {
+          me.late_.clear();
+          me.late_places_.clear();
+          me.next_late_ = 0;
+        }
+      }
+    } done{*this};
+    const shard_index& s = *r.s;
+    if (r.whole) {
+      (void)read(s, r.key_base, r.local, global, r.dst, true);
+      return;
+    }
+    const record_plan& plan = s.rows.plan;
+    for (std::size_t j = r.first; j < r.first + r.count; ++j) {
+      const std::size_t i = late_places_[j];
+      const std::uint64_t k = r.base + plan.chunk[i];
+      const chunk_entry& c = s.chunks[static_cast<std::size_t>(k)];
+      const shared_chunk_cache::pin held =
+          cache_->get(r.key_base + k, s.grid.chunk_bytes, chunk_users(s, k / s.rows.band_chunks),
+                      own_, [&](std::span<std::byte> buf) { decode(s, c, k, buf, global); });
+      copy_runs(plan, i, held.data(), r.shift, r.dst);
+    }
+    const std::size_t n = s.record_bytes(r.local);
+    cache_->count_record(n);
+    if (s.swap) byteswap_elements(r.dst.data(), n, s.element_size);
   }
 
   // Decodes into the shared cache the chunks of every band that local records [lo, hi) of s
@@ -126,8 +171,19 @@ class record_reader {
   }
 
  private:
-  void read_chunked(const shard_index& s, std::uint64_t key_base, std::uint64_t local,
-                    std::uint64_t global, std::span<std::byte> dst) {
+  // Copies chunk place i's runs of `plan` (shifted by `shift` bytes in the chunk) into dst.
+  static void copy_runs(const record_plan& plan, std::size_t i, const std::byte* bytes,
+                        std::size_t shift, std::span<std::byte> dst) noexcept {
+    for (std::size_t r = plan.first[i]; r < plan.first[i + 1]; ++r) {
+      const record_run& run = plan.runs[r];
+      std::memcpy(dst.data() + run.dst, bytes + run.src + shift, run.len);
+    }
+  }
+
+  // False (wait = false only): the record's chunks other readers were decoding are left in
+  // late_ for finish_deferred().
+  bool read_chunked(const shard_index& s, std::uint64_t key_base, std::uint64_t local,
+                    std::uint64_t global, std::span<std::byte> dst, bool wait) {
     // The record's chunks and runs: the shard's row plan shifted to this row (fixed layout), or
     // worked out now (blob records, and rows too scattered for a plan).
     const record_plan* plan = &s.rows.plan;
@@ -148,15 +204,25 @@ class record_reader {
     // A record spanning several chunks pins every ready one under one lock (and unpins them
     // under one), instead of two lock round trips per chunk: h5py's automatic chunks put one
     // 16 KiB row over 64 chunks. Rows of the band held from the last record take no lock at
-    // all (band_hold.hpp).
+    // all (band_hold.hpp) — also rows of one chunk (pack's shards: 64 rows a chunk), whose two
+    // lock round trips per record left 14 workers waiting for the cache's lock a quarter of
+    // their time in sequential order (H200, 2026-12-02).
     deferred_.clear();
     const bool rows = plan == &s.rows.plan;
     const std::uint64_t band = key_base + base;
-    if (n > 1 && rows && hold_.holds(band)) {
+    // A row of the band the last deferred record waits for is deferred whole, without asking
+    // the cache: its chunk is most likely still being decoded, and finish_deferred() reads the
+    // band's deferred rows one after another, keeping the band pinned across them.
+    if (!wait && rows && !late_.empty() && late_.back().s == &s &&
+        late_.back().key_base + late_.back().base == band) {
+      late_.push_back(late_record{&s, key_base, base, local, global, shift, dst, 0, 0, true});
+      return false;
+    }
+    if (rows && hold_.holds(band)) {
       hold_.count_read();
     } else {
       hold_.drop();
-      if (n > 1) {
+      if (n > 1 || rows) {
         auto& keys = hold_.keys();
         for (std::size_t i = 0; i < n; ++i) {
           const std::uint64_t k = base + plan->chunk[i];
@@ -175,10 +241,7 @@ class record_reader {
       }
     } finish{hold_, false};
     auto copy_out = [&](std::size_t i, const std::byte* bytes) {
-      for (std::size_t r = plan->first[i]; r < plan->first[i + 1]; ++r) {
-        const record_run& run = plan->runs[r];
-        std::memcpy(dst.data() + run.dst, bytes + run.src + shift, run.len);
-      }
+      copy_runs(*plan, i, bytes, shift, dst);
     };
     auto users = [&](std::uint64_t k) { return chunk_users(s, k / s.rows.band_chunks); };
     std::size_t next_held = 0;
@@ -210,6 +273,13 @@ class record_reader {
       }
       copy_out(i, held->data());
     }
+    finish.keep = rows;
+    if (!wait && rows && !deferred_.empty()) {
+      late_.push_back(late_record{&s, key_base, base, local, global, shift, dst,
+                                  late_places_.size(), deferred_.size(), false});
+      late_places_.insert(late_places_.end(), deferred_.begin(), deferred_.end());
+      return false;
+    }
     for (const std::size_t i : deferred_) {
       const std::uint64_t k = base + plan->chunk[i];
       const chunk_entry& c = s.chunks[static_cast<std::size_t>(k)];
@@ -218,7 +288,7 @@ class record_reader {
                       [&](std::span<std::byte> buf) { decode(s, c, k, buf, global); });
       copy_out(i, held.data());
     }
-    finish.keep = rows && n > 1;
+    return true;
   }
 
   [[noreturn]] static void corrupt(const shard_index& s, const chunk_entry& c, std::uint64_t k,
@@ -314,6 +384,19 @@ class record_reader {
                     // ready then, read through try_get / get), kept across rows of one band
   std::vector<std::size_t> deferred_;      // one record's chunks (plan places) another reader
                                            // was decoding
+  // Records read(wait = false) left unfinished, oldest first from next_late_; their chunk
+  // places still to copy lie in late_places_[first, first + count) (whole: all of them).
+  struct late_record {
+    const shard_index* s;
+    std::uint64_t key_base, base, local, global;
+    std::size_t shift;
+    std::span<std::byte> dst;
+    std::size_t first, count;
+    bool whole;  // nothing read yet: finish_deferred() reads the whole record
+  };
+  std::vector<late_record> late_;
+  std::vector<std::size_t> late_places_;
+  std::size_t next_late_ = 0;
   record_plan own_plan_;                   // a blob record's chunks and runs
   chunk_decoders codecs_;
   shared_chunk_cache* cache_;

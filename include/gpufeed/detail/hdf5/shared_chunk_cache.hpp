@@ -31,6 +31,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -92,13 +93,16 @@ class shared_chunk_cache {
   template <class Decode>
   pin get(std::uint64_t key, std::size_t bytes, std::uint64_t users, byte_buffer& own,
           Decode&& decode) {
-    std::unique_lock lock(mutex_);
+    auto lock = lock_timed();
     for (bool waited = false;; waited = true) {
       if (auto p = try_get_locked(lock, key, bytes, users, own, decode, waited)) return std::move(*p);
+      const auto t0 = std::chrono::steady_clock::now();
       ready_.wait(lock, [&] {
         const auto j = table_.find(key);
         return j == table_.end() || j->second.ready;
       });
+      stats_.cache_wait_seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
   }
 
@@ -108,7 +112,7 @@ class shared_chunk_cache {
   template <class Decode>
   std::optional<pin> try_get(std::uint64_t key, std::size_t bytes, std::uint64_t users,
                              byte_buffer& own, Decode&& decode) {
-    std::unique_lock lock(mutex_);
+    auto lock = lock_timed();
     return try_get_locked(lock, key, bytes, users, own, decode, false);
   }
 
@@ -138,7 +142,7 @@ class shared_chunk_cache {
   // Under one lock: pins each chunk of `keys` that is ready and counts the read (out[i] = its
   // bytes), out[i] = nullptr for the others (absent or being decoded: read them through get()).
   void pin_ready(std::span<const std::uint64_t> keys, std::span<const std::byte*> out) {
-    std::lock_guard lock(mutex_);
+    auto lock = lock_timed();
     for (std::size_t i = 0; i < keys.size(); ++i) {
       out[i] = nullptr;
       const auto it = table_.find(keys[i]);
@@ -153,7 +157,7 @@ class shared_chunk_cache {
   // `more_reads` further record reads each of them served while pinned (band_hold.hpp).
   void unpin_ready(std::span<const std::uint64_t> keys, std::span<const std::byte* const> out,
                    std::uint64_t more_reads = 0) noexcept {
-    std::lock_guard lock(mutex_);
+    auto lock = lock_timed();
     for (std::size_t i = 0; i < keys.size(); ++i) {
       if (!out[i]) continue;
       if (more_reads) {
@@ -195,6 +199,7 @@ class shared_chunk_cache {
     s.decoded_bytes += direct_bytes_.load(std::memory_order_relaxed);
     s.records = records_.load(std::memory_order_relaxed);
     s.delivered_bytes = delivered_.load(std::memory_order_relaxed);
+    s.cache_lock_wait_seconds = 1e-9 * static_cast<double>(lock_wait_ns_.load(std::memory_order_relaxed));
     return s;
   }
   [[nodiscard]] std::size_t held_bytes() const {
@@ -274,7 +279,7 @@ class shared_chunk_cache {
   }
 
   void unpin(std::uint64_t key) noexcept {
-    std::lock_guard lock(mutex_);
+    auto lock = lock_timed();
     release(key);
   }
 
@@ -312,7 +317,25 @@ class shared_chunk_cache {
     return true;
   }
 
+  // The table's lock on the per-record paths (get, try_get, pin_ready, unpin_ready, unpin):
+  // when another reader holds it, the time spent waiting for it is counted (two clock reads per
+  // contended lock, none otherwise): decode_stats::cache_lock_wait_seconds.
+  std::unique_lock<std::mutex> lock_timed() const {
+    std::unique_lock lock(mutex_, std::try_to_lock);
+    if (!lock.owns_lock()) {
+      const auto t0 = std::chrono::steady_clock::now();
+      lock.lock();
+      lock_wait_ns_.fetch_add(
+          static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                         std::chrono::steady_clock::now() - t0)
+                                         .count()),
+          std::memory_order_relaxed);
+    }
+    return lock;
+  }
+
   mutable std::mutex mutex_;
+  mutable std::atomic<std::uint64_t> lock_wait_ns_{0};
   std::condition_variable ready_;
   std::unordered_map<std::uint64_t, entry> table_;
   std::list<std::uint64_t> spent_, open_;  // unpinned ready chunks, least recently used first

@@ -102,8 +102,9 @@ class producer {
         finish(*s, st);
         continue;
       }
-      split_tasks(source_, *s, slot_layout::indices(slot.buffer.data(), p.layout()),
-                  slot.meta.records, p.config.chunk_records, p.unit_tasks, tasks_);
+      const std::uint64_t* idx = slot_layout::indices(slot.buffer.data(), p.layout());
+      if (p.sorted_tasks) sort_positions(slot, idx);
+      split_tasks(source_, *s, idx, slot.meta.records, p.config.chunk_records, p.unit_tasks, tasks_);
       slot.pending.store(tasks_.size(), std::memory_order_relaxed);
       // Behind the batch's own tasks: the next window's decode-ahead parts (read_ahead.hpp).
       if (ahead) {
@@ -121,7 +122,7 @@ class producer {
     auto reader = make_reader(source_);
     record_stage<Source> stage(source_, s_.setup);
     const bool transform = static_cast<bool>(s_.setup.config.per_record);
-    std::vector<std::size_t> order;  // a task's positions in the order they are read
+    std::vector<std::size_t> late;  // a task's positions whose reads were deferred
     worker_counters& c = s_.meter.worker(w);
     c.tid.store(static_cast<long>(::gettid()));
     for (;;) {
@@ -151,32 +152,55 @@ class producer {
         bytes = stage.run(reader, slot, l, task->begin, task->end, failures, transform_ns);
       } else {
         probe_range range(s_.engine->probe(), "gpufeed read");
+        // A record whose chunk another worker is decoding is left for the end of the task
+        // (deferring_reader): the worker reads the task's other records meanwhile.
+        late.clear();
+        auto failed = [&](std::size_t k, std::exception_ptr e) {
+          ++failures;
+          std::lock_guard lock(slot.failure_mutex);
+          slot.failures.push_back(record_failure{k, std::move(e)});
+        };
         auto read_one = [&](std::size_t k) {
           try {
-            reader.read(idx[k], std::span(data + off[k], off[k + 1] - off[k]));
+            const std::span<std::byte> dst(data + off[k], off[k + 1] - off[k]);
+            if constexpr (deferring_reader<decltype(reader)>) {
+              if (!reader.try_read(idx[k], dst)) {
+                late.push_back(k);
+                return;
+              }
+            } else {
+              reader.read(idx[k], dst);
+            }
             bytes += off[k + 1] - off[k];
           } catch (...) {
-            ++failures;
-            std::lock_guard lock(slot.failure_mutex);
-            slot.failures.push_back(record_failure{k, std::current_exception()});
+            failed(k, std::current_exception());
+          }
+        };
+        auto finish_late = [&] {
+          if constexpr (deferring_reader<decltype(reader)>) {
+            for (const std::size_t k : late) {
+              try {
+                reader.finish_deferred(idx[k], std::span(data + off[k], off[k + 1] - off[k]));
+                bytes += off[k + 1] - off[k];
+              } catch (...) {
+                failed(k, std::current_exception());
+              }
+            }
           }
         };
         if (!s_.setup.sorted_tasks) {
           for (std::size_t k = task->begin; k < task->end; ++k) read_one(k);
         } else {
-          order.clear();
-          for (std::size_t k = task->begin; k < task->end; ++k) order.push_back(k);
-          std::sort(order.begin(), order.end(),
-                    [&](std::size_t a, std::size_t b) { return idx[a] < idx[b]; });
-          // Each worker starts its sweep elsewhere: workers on tasks of one batch would
-          // otherwise reach the same units in the same order and queue behind each other's
-          // decodes (records in one chunk have no other chunk to take meanwhile).
+          // The task's range of the batch's record order (sort_positions), started at this
+          // worker's own offset: workers whose tasks overlap in units do not reach them in the
+          // same order and queue behind each other's decodes.
+          const std::size_t* first = slot.read_order.data() + task->begin;
+          const std::size_t n = task->end - task->begin;
           const std::size_t workers = s_.setup.config.workers;
-          std::rotate(order.begin(),
-                      order.begin() + static_cast<std::ptrdiff_t>(w % workers * order.size() / workers),
-                      order.end());
-          for (const std::size_t k : order) read_one(k);
+          const std::size_t from = w % workers * n / workers;
+          for (std::size_t j = 0; j < n; ++j) read_one(first[(from + j) % n]);
         }
+        finish_late();
       }
       const std::uint64_t wall = since_ns(t0);
       c.read_ns.fetch_add(wall, std::memory_order_relaxed);
@@ -221,6 +245,22 @@ class producer {
       else
         s_.return_cv.wait_for(lock, st, std::chrono::microseconds(20), returned);
     }
+  }
+
+  // sorted_tasks: the batch's positions in record order, so that each task (a range of them)
+  // holds whole runs of the few units it touches — a reader pins a unit once for its run
+  // (band_hold.hpp) and tasks of one batch share almost no unit — rotated by a per-batch offset,
+  // so that the batches in flight do not all start on the window's lowest units.
+  void sort_positions(staging_slot& slot, const std::uint64_t* idx) {
+    const std::size_t n = slot.meta.records;
+    auto& order = slot.read_order;
+    order.resize(n);
+    for (std::size_t k = 0; k < n; ++k) order[k] = k;
+    std::sort(order.begin(), order.end(),
+              [&](std::size_t a, std::size_t b) { return idx[a] < idx[b]; });
+    const std::uint64_t spread = slot.meta.sequence * 0x9E3779B97F4A7C15ull;  // Fibonacci hashing
+    std::rotate(order.begin(), order.begin() + static_cast<std::ptrdiff_t>((spread >> 32) % n),
+                order.end());
   }
 
   std::size_t stream_of(std::uint64_t sequence) const noexcept {

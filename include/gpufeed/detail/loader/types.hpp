@@ -31,6 +31,9 @@ struct staging_slot {
   std::exception_ptr error;  // the batch failed as a whole (planning, transform, throw policy)
   // Bounded record transforms: output k's size, written by the worker that ran record k.
   std::vector<std::uint64_t> output_sizes;
+  // pipeline_setup::sorted_tasks: the batch's positions in record order (rotated per batch);
+  // each task reads a range of it, written by the planner before the tasks are queued.
+  std::vector<std::size_t> read_order;
 };
 
 // A batch that is ready for next(): delivered in target slot `slot`, or failed with `error`
