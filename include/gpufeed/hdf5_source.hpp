@@ -309,7 +309,8 @@ class hdf5_source::reader {
   // As read(), but never waits for a chunk another reader (another worker) is decoding: the rest
   // of the record is done, and false says its remaining chunks are left for finish_deferred().
   // A worker with more records to read takes them meanwhile instead of queueing behind that
-  // decode (docs/design.md, "Deferred records"). True: the record is complete.
+  // decode (docs/design.md, "HDF5 compressed chunks", deferred records). True: the record is
+  // complete.
   bool try_read(std::uint64_t i, std::span<std::byte> dst) { return read_at(i, dst, false); }
 
   // Completes the oldest record try_read() left unfinished (pass the same i and dst), waiting

@@ -65,8 +65,8 @@ class record_reader {
       }
       case read_kind::chunked:
         if (!read_chunked(s, key_base, local, global, dst, wait)) return false;
-        cache_->count_record(n);
-        break;
+        chunked_done(s, n, dst);
+        return true;
     }
     if (s.swap) byteswap_elements(dst.data(), n, s.element_size);
     return true;
@@ -95,19 +95,10 @@ class record_reader {
       (void)read(s, r.key_base, r.local, global, r.dst, true);
       return;
     }
-    const record_plan& plan = s.rows.plan;
-    for (std::size_t j = r.first; j < r.first + r.count; ++j) {
-      const std::size_t i = late_places_[j];
-      const std::uint64_t k = r.base + plan.chunk[i];
-      const chunk_entry& c = s.chunks[static_cast<std::size_t>(k)];
-      const shared_chunk_cache::pin held =
-          cache_->get(r.key_base + k, s.grid.chunk_bytes, chunk_users(s, k / s.rows.band_chunks),
-                      own_, [&](std::span<std::byte> buf) { decode(s, c, k, buf, global); });
-      copy_runs(plan, i, held.data(), r.shift, r.dst);
-    }
-    const std::size_t n = s.record_bytes(r.local);
-    cache_->count_record(n);
-    if (s.swap) byteswap_elements(r.dst.data(), n, s.element_size);
+    copy_waiting(s, s.rows.plan, r.key_base, r.base, r.shift,
+                 std::span<const std::size_t>(late_places_).subspan(r.first, r.count), global,
+                 r.dst);
+    chunked_done(s, s.record_bytes(r.local), r.dst);
   }
 
   // Decodes into the shared cache the chunks of every band that local records [lo, hi) of s
@@ -177,6 +168,28 @@ class record_reader {
     for (std::size_t r = plan.first[i]; r < plan.first[i + 1]; ++r) {
       const record_run& run = plan.runs[r];
       std::memcpy(dst.data() + run.dst, bytes + run.src + shift, run.len);
+    }
+  }
+
+  // A chunked record's `n` bytes are in dst: counted, and byte-swapped where the file's order
+  // is not the host's.
+  void chunked_done(const shard_index& s, std::size_t n, std::span<std::byte> dst) noexcept {
+    cache_->count_record(n);
+    if (s.swap) byteswap_elements(dst.data(), n, s.element_size);
+  }
+
+  // Copies into dst, from the cache, the runs of the chunks at plan places `places` (chunk
+  // numbers relative to `base`), waiting for those another reader is decoding.
+  void copy_waiting(const shard_index& s, const record_plan& plan, std::uint64_t key_base,
+                    std::uint64_t base, std::size_t shift, std::span<const std::size_t> places,
+                    std::uint64_t global, std::span<std::byte> dst) {
+    for (const std::size_t i : places) {
+      const std::uint64_t k = base + plan.chunk[i];
+      const chunk_entry& c = s.chunks[static_cast<std::size_t>(k)];
+      const shared_chunk_cache::pin held =
+          cache_->get(key_base + k, s.grid.chunk_bytes, chunk_users(s, k / s.rows.band_chunks),
+                      own_, [&](std::span<std::byte> buf) { decode(s, c, k, buf, global); });
+      copy_runs(plan, i, held.data(), shift, dst);
     }
   }
 
@@ -280,14 +293,7 @@ class record_reader {
       late_places_.insert(late_places_.end(), deferred_.begin(), deferred_.end());
       return false;
     }
-    for (const std::size_t i : deferred_) {
-      const std::uint64_t k = base + plan->chunk[i];
-      const chunk_entry& c = s.chunks[static_cast<std::size_t>(k)];
-      const shared_chunk_cache::pin held =
-          cache_->get(key_base + k, s.grid.chunk_bytes, users(k), own_,
-                      [&](std::span<std::byte> buf) { decode(s, c, k, buf, global); });
-      copy_out(i, held.data());
-    }
+    copy_waiting(s, *plan, key_base, base, shift, deferred_, global, dst);
     return true;
   }
 
