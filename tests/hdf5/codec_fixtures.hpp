@@ -5,10 +5,14 @@
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 
+#include <cstddef>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <string>
+#include <vector>
 
 namespace gpufeed::test {
 
@@ -25,6 +29,16 @@ inline bool make_codec_fixtures(const std::filesystem::path& dir, const std::str
   }
   REQUIRE_MESSAGE(rc == 0, "make_codec_fixtures.py failed: " << cmd);
   return true;
+}
+
+// The bytes h5py read back from <dir>/<name>.h5, which the generator wrote to <name>.raw.
+inline std::vector<std::byte> fixture_bytes(const std::filesystem::path& dir,
+                                            const std::string& name) {
+  std::ifstream f(dir / (name + ".raw"), std::ios::binary);
+  REQUIRE_MESSAGE(f, "no fixture " << (dir / (name + ".raw")).string());
+  std::vector<char> all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const auto* p = reinterpret_cast<const std::byte*>(all.data());
+  return {p, p + all.size()};
 }
 
 }  // namespace gpufeed::test

@@ -51,14 +51,12 @@ std::vector<std::string> fixture_names() {
 
 // The bytes h5py read from <name>.h5, cut into rows.
 std::vector<std::vector<std::byte>> expected_rows(const std::string& name, std::size_t row) {
-  std::ifstream f(fixtures() / (name + ".raw"), std::ios::binary);
-  std::vector<char> all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::vector<std::byte> all = gpufeed::test::fixture_bytes(fixtures(), name);
   REQUIRE(all.size() % row == 0);
   std::vector<std::vector<std::byte>> rows;
-  for (std::size_t at = 0; at < all.size(); at += row) {
-    const auto* p = reinterpret_cast<const std::byte*>(all.data() + at);
-    rows.emplace_back(p, p + row);
-  }
+  for (std::size_t at = 0; at < all.size(); at += row)
+    rows.emplace_back(all.begin() + static_cast<std::ptrdiff_t>(at),
+                      all.begin() + static_cast<std::ptrdiff_t>(at + row));
   return rows;
 }
 

@@ -14,8 +14,6 @@
 #include <condition_variable>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <latch>
 #include <numeric>
 #include <mutex>
@@ -64,10 +62,7 @@ shape shape_of(const std::string& name) {
 }
 
 std::vector<std::byte> expected(const std::string& name) {
-  std::ifstream f(fixtures() / (name + ".raw"), std::ios::binary);
-  std::vector<char> all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  const auto* p = reinterpret_cast<const std::byte*>(all.data());
-  return {p, p + all.size()};
+  return gpufeed::test::fixture_bytes(fixtures(), name);
 }
 
 // Bands of `band_rows` records in a seeded random order, cut into windows of `window` bands,

@@ -12,8 +12,6 @@
 #include <condition_variable>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -42,10 +40,7 @@ const fs::path& fixtures() {
 }
 
 std::vector<std::byte> expected(const std::string& name) {
-  std::ifstream f(fixtures() / (name + ".raw"), std::ios::binary);
-  std::vector<char> all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  const auto* p = reinterpret_cast<const std::byte*>(all.data());
-  return {p, p + all.size()};
+  return gpufeed::test::fixture_bytes(fixtures(), name);
 }
 
 // The first chunk decode after arm() stalls until release() (or 10 s); every decode is counted
