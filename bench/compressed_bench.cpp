@@ -5,6 +5,7 @@
 //   compressed_bench [options] FILE.h5...            (one record space over the files, "data")
 //     --cases decode1,sequential,block,shuffled,quality   which cases (default all but quality)
 //     --workers N (14)  --prefetch P (8)  --batch B (512)  --seconds S (4, per case)
+//     --chunk-records R   records per worker task (loader_config::chunk_records; 0: automatic)
 //     --windows W1,W2,...   block_shuffled windows (units) for the quality case (0 = default)
 //     --cold           evict the files (posix_fadvise DONTNEED) before every case and measure
 //                      the buffered sequential read rate (as `dd bs=1M`) first
@@ -59,7 +60,7 @@ double since(clock_type::time_point t0) {
 struct options {
   std::vector<std::string> files;
   std::vector<std::string> cases{"decode1", "sequential", "block", "shuffled"};
-  std::size_t workers = 14, prefetch = 8, batch = 512;
+  std::size_t workers = 14, prefetch = 8, batch = 512, chunk_records = 0;
   double seconds = 4;
   std::vector<std::size_t> windows{0};
   bool cold = false, json = false;
@@ -169,6 +170,7 @@ gpufeed::loader_config case_config(const options& o, gpufeed::sample_order order
   c.part = gpufeed::partition{};
   c.workers = o.workers;
   c.prefetch = o.prefetch;
+  c.chunk_records = o.chunk_records;
   return c;
 }
 
@@ -327,6 +329,7 @@ int main(int argc, char** argv) {
   app.add_option("--cases", o.cases)->delimiter(',');
   app.add_option("--workers", o.workers);
   app.add_option("--prefetch", o.prefetch);
+  app.add_option("--chunk-records", o.chunk_records, "loader_config::chunk_records (0: automatic)");
   app.add_option("--batch", o.batch);
   app.add_option("--seconds", o.seconds);
   app.add_option("--windows", o.windows)->delimiter(',');

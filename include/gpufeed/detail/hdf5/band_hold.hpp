@@ -26,14 +26,15 @@ class band_hold {
   band_hold(const band_hold&) = delete;
   band_hold& operator=(const band_hold&) = delete;
   band_hold(band_hold&& o) noexcept
-      : cache_(o.cache_), keys_(std::move(o.keys_)), bytes_(std::move(o.bytes_)), band_(o.band_),
-        reads_(o.reads_), held_(o.held_) {
+      : cache_(o.cache_), groups_(std::move(o.groups_)), keys_(std::move(o.keys_)),
+        bytes_(std::move(o.bytes_)), band_(o.band_), reads_(o.reads_), held_(o.held_) {
     o.forget();
   }
   band_hold& operator=(band_hold&& o) noexcept {
     if (this != &o) {
       drop();
       cache_ = o.cache_;
+      groups_ = std::move(o.groups_);
       keys_ = std::move(o.keys_);
       bytes_ = std::move(o.bytes_);
       band_ = o.band_;
@@ -49,10 +50,10 @@ class band_hold {
   [[nodiscard]] bool holds(std::uint64_t band) const noexcept { return held_ && band_ == band; }
 
   // Pins the ready chunks among keys() (bytes()[i] = their bytes, null when not ready). Call
-  // drop() before filling keys(). The pins last until drop().
+  // drop() before filling keys() with add(). The pins last until drop().
   void pin(std::uint64_t band) {
     bytes_.resize(keys_.size());
-    cache_->pin_ready(keys_, bytes_);
+    cache_->pin_ready(groups_, keys_, bytes_);
     band_ = band;
   }
   // A record read the held chunks again.
@@ -64,19 +65,25 @@ class band_hold {
     held_ = true;
   }
   void drop() noexcept {
-    if (!keys_.empty()) cache_->unpin_ready(keys_, bytes_, reads_);
+    if (!keys_.empty()) cache_->unpin_ready(groups_, keys_, bytes_, reads_);
+    groups_.clear();
     keys_.clear();
     bytes_.clear();
     reads_ = 0;
     held_ = false;
   }
 
-  // The keys to pin (filled by the caller before pin()) and the pinned chunks' bytes.
-  [[nodiscard]] std::vector<std::uint64_t>& keys() noexcept { return keys_; }
+  // A chunk to pin (cache key and group, shared_chunk_cache::get), added before pin().
+  void add(std::uint64_t group, std::uint64_t key) {
+    groups_.push_back(group);
+    keys_.push_back(key);
+  }
+  // The pinned chunks' bytes, in the order add() named them.
   [[nodiscard]] const std::vector<const std::byte*>& bytes() const noexcept { return bytes_; }
 
  private:
   void forget() noexcept {
+    groups_.clear();
     keys_.clear();
     bytes_.clear();
     reads_ = 0;
@@ -84,7 +91,7 @@ class band_hold {
   }
 
   shared_chunk_cache* cache_;
-  std::vector<std::uint64_t> keys_;
+  std::vector<std::uint64_t> groups_, keys_;
   std::vector<const std::byte*> bytes_;
   std::uint64_t band_ = 0;
   std::uint64_t reads_ = 0;  // records served since pin(), beyond the first

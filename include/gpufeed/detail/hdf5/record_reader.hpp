@@ -123,7 +123,8 @@ class record_reader {
         for (std::uint64_t k = b * band_chunks; k < (b + 1) * band_chunks; ++k) {
           const chunk_entry& c = s.chunks[static_cast<std::size_t>(k)];
           if (s.unfiltered(c)) continue;
-          if (!cache_->decode_ahead(key_base + k, s.grid.chunk_bytes, chunk_users(s, b),
+          if (!cache_->decode_ahead(group_of(s, key_base, k), key_base + k, s.grid.chunk_bytes,
+                                    chunk_users(s, b),
                                     [&](std::span<std::byte> buf) { decode(s, c, k, buf, 0); }))
             return;  // no room: the reads decode the rest
         }
@@ -162,6 +163,13 @@ class record_reader {
   }
 
  private:
+  // The cache group of chunk k of s: its band's first chunk (shared_chunk_cache.hpp: the
+  // chunks of one band share a stripe, so a record over a band pins them under one lock).
+  static std::uint64_t group_of(const shard_index& s, std::uint64_t key_base,
+                                std::uint64_t k) noexcept {
+    return key_base + k - k % s.rows.band_chunks;
+  }
+
   // Copies chunk place i's runs of `plan` (shifted by `shift` bytes in the chunk) into dst.
   static void copy_runs(const record_plan& plan, std::size_t i, const std::byte* bytes,
                         std::size_t shift, std::span<std::byte> dst) noexcept {
@@ -187,8 +195,8 @@ class record_reader {
       const std::uint64_t k = base + plan.chunk[i];
       const chunk_entry& c = s.chunks[static_cast<std::size_t>(k)];
       const shared_chunk_cache::pin held =
-          cache_->get(key_base + k, s.grid.chunk_bytes, chunk_users(s, k / s.rows.band_chunks),
-                      own_, [&](std::span<std::byte> buf) { decode(s, c, k, buf, global); });
+          cache_->get(group_of(s, key_base, k), key_base + k, s.grid.chunk_bytes,
+                      chunk_users(s, k / s.rows.band_chunks), own_, [&](std::span<std::byte> buf) { decode(s, c, k, buf, global); });
       copy_runs(plan, i, held.data(), shift, dst);
     }
   }
@@ -236,10 +244,10 @@ class record_reader {
     } else {
       hold_.drop();
       if (n > 1 || rows) {
-        auto& keys = hold_.keys();
         for (std::size_t i = 0; i < n; ++i) {
           const std::uint64_t k = base + plan->chunk[i];
-          if (!direct(i, s.chunks[static_cast<std::size_t>(k)])) keys.push_back(key_base + k);
+          if (!direct(i, s.chunks[static_cast<std::size_t>(k)]))
+            hold_.add(group_of(s, key_base, k), key_base + k);
         }
         hold_.pin(band);
       }
@@ -278,8 +286,9 @@ class record_reader {
         }
       }
       // Another reader decoding this chunk: take the record's other chunks first, come back.
-      const auto held = cache_->try_get(key_base + k, s.grid.chunk_bytes, users(k), own_,
-                                        [&](std::span<std::byte> buf) { decode(s, c, k, buf, global); });
+      const auto held =
+          cache_->try_get(group_of(s, key_base, k), key_base + k, s.grid.chunk_bytes, users(k), own_,
+                          [&](std::span<std::byte> buf) { decode(s, c, k, buf, global); });
       if (!held) {
         deferred_.push_back(i);
         continue;

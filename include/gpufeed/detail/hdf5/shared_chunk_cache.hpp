@@ -1,23 +1,30 @@
 // gpufeed — the decoded chunks of one hdf5_source, shared by all its readers (every worker of
 // every loader on the source), bounded by a byte budget. Ordinary heap memory, never pinned.
 //
-// Concurrency: one mutex guards the table. A chunk absent from the table is entered as
-// "decoding" by the first reader that wants it, which decodes outside the lock; readers that
-// want it meanwhile do not decode it again: try_get() tells them it is busy (a record over many
-// chunks takes its other chunks first), get() waits on a condition variable. A failed decode
-// removes the entry and wakes them: each then decodes itself, so every reader of a damaged chunk
-// gets its own corrupt_error naming its record. A reader holds a pin on the chunk while it
-// copies from it; pinned and decoding chunks are never evicted.
+// Concurrency: the table is split into stripes, each with its own mutex, table, eviction lists
+// and condition variable; a chunk lives in the stripe of its group (the caller's contract: a
+// key always comes with the same group; hdf5 readers pass the chunk's band, so one record's
+// chunks share one lock). One mutex for the whole table bounded block_shuffled: a record read
+// takes it twice, and 14 workers waited for it 7-12 % of their time (H200, 2026-12-02). A chunk
+// absent from its stripe is entered as "decoding" by the first reader that wants it, which
+// decodes outside the lock; readers that want it meanwhile do not decode it again: try_get()
+// tells them it is busy (a record over many chunks takes its other chunks first), get() waits on
+// the stripe's condition variable. A failed decode removes the entry and wakes them: each then
+// decodes itself, so every reader of a damaged chunk gets its own corrupt_error naming its
+// record. A reader holds a pin on the chunk while it copies from it; pinned and decoding chunks
+// are never evicted.
 //
-// Budget: held bytes (decoding chunks included) never exceed the budget. When a new chunk does
-// not fit and no unpinned chunk can be evicted, it is decoded into the reader's own buffer for
-// this one record and not cached (counted as uncached_decodes).
+// Budget: held bytes (decoding chunks included) never exceed the budget: one atomic count for
+// all stripes, raised by compare-and-swap only when the bytes fit. A decoder that finds no room
+// evicts, one stripe lock at a time and holding no other (so no lock order to keep); when no
+// chunk can be evicted, it decodes into the reader's own buffer for this one record and does not
+// cache it (counted as uncached_decodes).
 //
 // Eviction rule (the victim when room is needed):
 //   1. a spent chunk: one that every record touching it has read since it was decoded (reads a
-//      multiple of its users), least recently used first. In one epoch each record is read
-//      once, so a spent chunk is not needed again this epoch.
-//   2. otherwise the least recently used unpinned chunk.
+//      multiple of its users), from any stripe (each stripe's least recently used first). In one
+//      epoch each record is read once, so a spent chunk is not needed again this epoch.
+//   2. otherwise an unpinned chunk, each stripe's least recently used first.
 // Hence: if the budget holds every chunk that is open at once (decoded, with records still to
 // read this epoch) plus one per reader decoding — in block_shuffled order, the window's units plus
 // the planner's look-ahead (cache_budget.hpp) — room is always found among spent chunks, an open
@@ -30,6 +37,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -55,9 +63,20 @@ class shared_chunk_cache {
     std::uint64_t reads = 0;  // record reads served since it was decoded
     std::uint32_t pins = 0;
     bool ready = false;
-    bool listed = false;                  // in spent_ or open_ (unpinned and ready)
+    bool listed = false;                  // in spent or open (unpinned and ready)
     std::list<std::uint64_t>::iterator at;  // its place there
     [[nodiscard]] bool spent() const noexcept { return reads && reads % users == 0; }
+  };
+
+  // 64 stripes: h5py's automatic chunks give block_shuffled windows of 16 bands, pack's of 128
+  // units; with 64 stripes few of them share a lock. Cache-line aligned: no false sharing.
+  static constexpr std::size_t stripe_count = 64;
+  struct alignas(64) stripe {
+    mutable std::mutex mutex;
+    std::condition_variable ready;
+    std::unordered_map<std::uint64_t, entry> table;
+    std::list<std::uint64_t> spent, open;  // unpinned ready chunks, least recently used first
+    decode_stats stats;  // this stripe's counters, under mutex
   };
 
  public:
@@ -67,17 +86,20 @@ class shared_chunk_cache {
     pin() = default;
     pin(const pin&) = delete;
     pin& operator=(const pin&) = delete;
-    pin(pin&& o) noexcept : cache_(o.cache_), key_(o.key_), data_(o.data_) { o.cache_ = nullptr; }
+    pin(pin&& o) noexcept : cache_(o.cache_), at_(o.at_), key_(o.key_), data_(o.data_) {
+      o.cache_ = nullptr;
+    }
     ~pin() {
-      if (cache_) cache_->unpin(key_);
+      if (cache_) cache_->unpin(*at_, key_);
     }
     [[nodiscard]] const std::byte* data() const noexcept { return data_; }
 
    private:
     friend class shared_chunk_cache;
-    pin(shared_chunk_cache* c, std::uint64_t key, const std::byte* d) noexcept
-        : cache_(c), key_(key), data_(d) {}
+    pin(shared_chunk_cache* c, stripe* at, std::uint64_t key, const std::byte* d) noexcept
+        : cache_(c), at_(at), key_(key), data_(d) {}
     shared_chunk_cache* cache_ = nullptr;  // null: a private buffer, nothing to unpin
+    stripe* at_ = nullptr;
     std::uint64_t key_ = 0;
     const std::byte* data_ = nullptr;
   };
@@ -86,22 +108,24 @@ class shared_chunk_cache {
   shared_chunk_cache(const shared_chunk_cache&) = delete;
   shared_chunk_cache& operator=(const shared_chunk_cache&) = delete;
 
-  // The decoded bytes (`bytes` long) of chunk `key`, read by `users` records per epoch. When
-  // absent, decode(span) fills them: in the cache, or in `own` when the budget has no room.
-  // While another reader decodes it, waits for that decode. Exceptions from decode propagate
-  // (the chunk is not cached).
+  // The decoded bytes (`bytes` long) of chunk `key` of group `group`, read by `users` records
+  // per epoch. When absent, decode(span) fills them: in the cache, or in `own` when the budget
+  // has no room. While another reader decodes it, waits for that decode. Exceptions from decode
+  // propagate (the chunk is not cached).
   template <class Decode>
-  pin get(std::uint64_t key, std::size_t bytes, std::uint64_t users, byte_buffer& own,
-          Decode&& decode) {
-    auto lock = lock_timed();
+  pin get(std::uint64_t group, std::uint64_t key, std::size_t bytes, std::uint64_t users,
+          byte_buffer& own, Decode&& decode) {
+    stripe& s = stripe_of(group);
+    auto lock = lock_timed(s);
     for (bool waited = false;; waited = true) {
-      if (auto p = try_get_locked(lock, key, bytes, users, own, decode, waited)) return std::move(*p);
+      if (auto p = try_get_locked(s, lock, key, bytes, users, own, decode, waited))
+        return std::move(*p);
       const auto t0 = std::chrono::steady_clock::now();
-      ready_.wait(lock, [&] {
-        const auto j = table_.find(key);
-        return j == table_.end() || j->second.ready;
+      s.ready.wait(lock, [&] {
+        const auto j = s.table.find(key);
+        return j == s.table.end() || j->second.ready;
       });
-      stats_.cache_wait_seconds +=
+      s.stats.cache_wait_seconds +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
   }
@@ -110,10 +134,11 @@ class shared_chunk_cache {
   // needs many chunks (one record over a band of them) takes the others meanwhile, so readers
   // that start on one band decode its chunks side by side instead of queueing behind one decode.
   template <class Decode>
-  std::optional<pin> try_get(std::uint64_t key, std::size_t bytes, std::uint64_t users,
-                             byte_buffer& own, Decode&& decode) {
-    auto lock = lock_timed();
-    return try_get_locked(lock, key, bytes, users, own, decode, false);
+  std::optional<pin> try_get(std::uint64_t group, std::uint64_t key, std::size_t bytes,
+                             std::uint64_t users, byte_buffer& own, Decode&& decode) {
+    stripe& s = stripe_of(group);
+    auto lock = lock_timed(s);
+    return try_get_locked(s, lock, key, bytes, users, own, decode, false);
   }
 
   // Decode ahead: decodes chunk `key` into the cache for reads to come, unless it is cached or
@@ -122,53 +147,67 @@ class shared_chunk_cache {
   // make room, so decoding ahead never costs a decode of the chunks being read now. The chunk
   // counts as open (no read served yet). Exceptions from decode propagate (nothing cached).
   template <class Decode>
-  bool decode_ahead(std::uint64_t key, std::size_t bytes, std::uint64_t users, Decode&& decode) {
-    std::unique_lock lock(mutex_);
-    if (table_.count(key)) return true;
+  bool decode_ahead(std::uint64_t group, std::uint64_t key, std::size_t bytes, std::uint64_t users,
+                    Decode&& decode) {
+    stripe& s = stripe_of(group);
+    std::unique_lock lock(s.mutex);
+    if (s.table.count(key)) return true;
+    entry& e = enter(s, key, bytes, users);
+    lock.unlock();
     std::unique_ptr<std::byte[]> reused;
-    if (!make_room(bytes, reused, /*spent_only=*/true)) return false;
-    ++stats_.chunks_decoded;
-    ++stats_.decoded_ahead;
-    stats_.decoded_bytes += bytes;
-    entry& e = decode_entry(lock, key, bytes, users, std::move(reused), decode);
+    if (!reserve(bytes, reused, /*spent_only=*/true)) {
+      lock.lock();
+      abandon(s, key);
+      return false;
+    }
+    fill(s, lock, key, e, std::move(reused), decode);
+    ++s.stats.chunks_decoded;
+    ++s.stats.decoded_ahead;
+    s.stats.decoded_bytes += bytes;
     e.ready = true;
     e.reads = 0;
-    release(key);  // unpinned: joins the open chunks
-    ready_.notify_all();
+    release(s, key);  // unpinned: joins the open chunks
+    s.ready.notify_all();
     return true;
   }
 
-  // Counts a decode done outside the cache (a chunk decoded straight into its record).
-  // Under one lock: pins each chunk of `keys` that is ready and counts the read (out[i] = its
-  // bytes), out[i] = nullptr for the others (absent or being decoded: read them through get()).
-  void pin_ready(std::span<const std::uint64_t> keys, std::span<const std::byte*> out) {
-    auto lock = lock_timed();
+  // Pins each chunk of `keys` that is ready and counts the read (out[i] = its bytes), out[i] =
+  // nullptr for the others (absent or being decoded: read them through get()). groups[i] is
+  // keys[i]'s group; consecutive keys of one stripe take its lock once (a band: one lock).
+  void pin_ready(std::span<const std::uint64_t> groups, std::span<const std::uint64_t> keys,
+                 std::span<const std::byte*> out) {
+    stripe* s = nullptr;
+    std::unique_lock<std::mutex> lock;
     for (std::size_t i = 0; i < keys.size(); ++i) {
+      relock(s, lock, groups[i]);
       out[i] = nullptr;
-      const auto it = table_.find(keys[i]);
-      if (it == table_.end() || !it->second.ready) continue;
-      take(it->second);
+      const auto it = s->table.find(keys[i]);
+      if (it == s->table.end() || !it->second.ready) continue;
+      take(*s, it->second);
       ++it->second.reads;
-      ++stats_.cache_hits;
+      ++s->stats.cache_hits;
       out[i] = it->second.bytes.get();
     }
   }
-  // Under one lock: unpins the chunks pin_ready() pinned (out[i] not null), counting
-  // `more_reads` further record reads each of them served while pinned (band_hold.hpp).
-  void unpin_ready(std::span<const std::uint64_t> keys, std::span<const std::byte* const> out,
-                   std::uint64_t more_reads = 0) noexcept {
-    auto lock = lock_timed();
+  // Unpins the chunks pin_ready() pinned (out[i] not null), counting `more_reads` further record
+  // reads each of them served while pinned (band_hold.hpp). Locks as pin_ready().
+  void unpin_ready(std::span<const std::uint64_t> groups, std::span<const std::uint64_t> keys,
+                   std::span<const std::byte* const> out, std::uint64_t more_reads = 0) noexcept {
+    stripe* s = nullptr;
+    std::unique_lock<std::mutex> lock;
     for (std::size_t i = 0; i < keys.size(); ++i) {
       if (!out[i]) continue;
+      relock(s, lock, groups[i]);
       if (more_reads) {
-        const auto it = table_.find(keys[i]);
-        if (it != table_.end()) it->second.reads += more_reads;
-        stats_.cache_hits += more_reads;
+        const auto it = s->table.find(keys[i]);
+        if (it != s->table.end()) it->second.reads += more_reads;
+        s->stats.cache_hits += more_reads;
       }
-      release(keys[i]);
+      release(*s, keys[i]);
     }
   }
 
+  // Counts a decode done outside the cache (a chunk decoded straight into its record).
   // Relaxed atomics: no lock per record.
   void count_direct_decode(std::size_t bytes) noexcept {
     direct_chunks_.fetch_add(1, std::memory_order_relaxed);
@@ -181,147 +220,234 @@ class shared_chunk_cache {
 
   // Grows (never shrinks) the budget: several loaders may share the source.
   void raise_budget(std::size_t bytes) noexcept {
-    std::lock_guard lock(mutex_);
-    budget_ = std::max(budget_, bytes);
+    std::size_t b = budget_.load(std::memory_order_relaxed);
+    while (b < bytes && !budget_.compare_exchange_weak(b, bytes)) {
+    }
   }
   // Frees every chunk no reader holds.
   void drop_unused() noexcept {
-    std::lock_guard lock(mutex_);
-    while (evict_one()) {
+    for (stripe& s : stripes_) {
+      std::unique_lock lock(s.mutex);
+      while (!s.spent.empty() || !s.open.empty()) {
+        auto victim = evict_front(s, s.spent.empty() ? s.open : s.spent);
+        lock.unlock();
+        victim.reset();
+        lock.lock();
+      }
     }
   }
 
   [[nodiscard]] decode_stats stats() const {
-    std::lock_guard lock(mutex_);
-    decode_stats s = stats_;
-    s.cache_budget_bytes = budget_;
-    s.chunks_decoded += direct_chunks_.load(std::memory_order_relaxed);
-    s.decoded_bytes += direct_bytes_.load(std::memory_order_relaxed);
-    s.records = records_.load(std::memory_order_relaxed);
-    s.delivered_bytes = delivered_.load(std::memory_order_relaxed);
-    s.cache_lock_wait_seconds = 1e-9 * static_cast<double>(lock_wait_ns_.load(std::memory_order_relaxed));
-    return s;
+    decode_stats t;
+    for (const stripe& s : stripes_) {
+      std::lock_guard lock(s.mutex);
+      t.chunks_decoded += s.stats.chunks_decoded;
+      t.decoded_bytes += s.stats.decoded_bytes;
+      t.cache_hits += s.stats.cache_hits;
+      t.cache_waits += s.stats.cache_waits;
+      t.cache_wait_seconds += s.stats.cache_wait_seconds;
+      t.uncached_decodes += s.stats.uncached_decodes;
+      t.decoded_ahead += s.stats.decoded_ahead;
+    }
+    t.cache_peak_bytes = peak_.load(std::memory_order_relaxed);
+    t.cache_budget_bytes = budget_.load(std::memory_order_relaxed);
+    t.chunks_decoded += direct_chunks_.load(std::memory_order_relaxed);
+    t.decoded_bytes += direct_bytes_.load(std::memory_order_relaxed);
+    t.records = records_.load(std::memory_order_relaxed);
+    t.delivered_bytes = delivered_.load(std::memory_order_relaxed);
+    t.cache_lock_wait_seconds = 1e-9 * static_cast<double>(lock_wait_ns_.load(std::memory_order_relaxed));
+    return t;
   }
-  [[nodiscard]] std::size_t held_bytes() const {
-    std::lock_guard lock(mutex_);
-    return held_;
+  [[nodiscard]] std::size_t held_bytes() const noexcept {
+    return held_.load(std::memory_order_acquire);
   }
 
  private:
+  stripe& stripe_of(std::uint64_t group) noexcept {
+    std::uint64_t h = group * 0x9E3779B97F4A7C15ull;  // Fibonacci hashing: bands are consecutive
+    return stripes_[static_cast<std::size_t>(h >> 58)];  // the top 6 bits: 64 stripes
+  }
+
+  // Holds the lock of `group`'s stripe in `lock`, switching from stripe s if that is another.
+  void relock(stripe*& s, std::unique_lock<std::mutex>& lock, std::uint64_t group) {
+    stripe& want = stripe_of(group);
+    if (s == &want) return;
+    if (lock.owns_lock()) lock.unlock();
+    s = &want;
+    lock = lock_timed(want);
+  }
+
   // get()'s body under `lock` (held on entry; held on return except after a decode).
   template <class Decode>
-  std::optional<pin> try_get_locked(std::unique_lock<std::mutex>& lock, std::uint64_t key,
-                                    std::size_t bytes, std::uint64_t users, byte_buffer& own,
-                                    Decode& decode, bool waited) {
-    if (const auto it = table_.find(key); it != table_.end()) {
+  std::optional<pin> try_get_locked(stripe& s, std::unique_lock<std::mutex>& lock,
+                                    std::uint64_t key, std::size_t bytes, std::uint64_t users,
+                                    byte_buffer& own, Decode& decode, bool waited) {
+    if (const auto it = s.table.find(key); it != s.table.end()) {
       entry& e = it->second;
       if (!e.ready) return std::nullopt;
-      take(e);
+      take(s, e);
       ++e.reads;
-      ++stats_.cache_hits;
-      if (waited) ++stats_.cache_waits;
-      return pin(this, key, e.bytes.get());
+      ++s.stats.cache_hits;
+      if (waited) ++s.stats.cache_waits;
+      return pin(this, &s, key, e.bytes.get());
     }
-    ++stats_.chunks_decoded;
-    stats_.decoded_bytes += bytes;
+    ++s.stats.chunks_decoded;
+    s.stats.decoded_bytes += bytes;
+    entry& e = enter(s, key, bytes, users);
+    lock.unlock();
     std::unique_ptr<std::byte[]> reused;
-    if (!make_room(bytes, reused)) {
-      ++stats_.uncached_decodes;
+    if (!reserve(bytes, reused)) {
+      lock.lock();
+      ++s.stats.uncached_decodes;
+      abandon(s, key);  // readers waiting for it decode it themselves
       lock.unlock();
       const auto buf = own.resize(bytes);
       decode(buf);
       lock.lock();
-      return pin(nullptr, key, buf.data());
+      return pin(nullptr, nullptr, key, buf.data());
     }
-    entry& e = decode_entry(lock, key, bytes, users, std::move(reused), decode);
+    fill(s, lock, key, e, std::move(reused), decode);
     e.ready = true;
     e.reads = 1;
-    ready_.notify_all();
-    return pin(this, key, e.bytes.get());
+    s.ready.notify_all();
+    return pin(this, &s, key, e.bytes.get());
   }
 
-  // Enters chunk `key` as being decoded (pinned once, its bytes counted against the budget),
-  // decodes it outside the lock into `reused` (an evicted buffer of this size, if any: no
-  // allocator round trip and no fresh pages to fault in per decode; 128 KiB chunks sit at
-  // glibc's mmap threshold) or a new buffer, and returns it, lock held, not yet ready. A failed
-  // decode removes the entry, wakes the waiters and rethrows.
-  template <class Decode>
-  entry& decode_entry(std::unique_lock<std::mutex>& lock, std::uint64_t key, std::size_t bytes,
-                      std::uint64_t users, std::unique_ptr<std::byte[]> reused, Decode& decode) {
-    entry& e = table_[key];
+  // Enters chunk `key` as being decoded: pinned once, not ready, its bytes not yet reserved.
+  // The entry's address is stable (a node of the table) and only its decoder removes it.
+  static entry& enter(stripe& s, std::uint64_t key, std::size_t bytes, std::uint64_t users) {
+    entry& e = s.table[key];
     e.size = bytes;
     e.users = std::max<std::uint64_t>(1, users);
     e.pins = 1;
-    held_ += bytes;
-    stats_.cache_peak_bytes = std::max(stats_.cache_peak_bytes, held_);
-    lock.unlock();
+    return e;
+  }
+  // Removes an entered chunk that will not be cached and wakes its waiters. s.mutex held.
+  static void abandon(stripe& s, std::uint64_t key) noexcept {
+    s.table.erase(key);
+    s.ready.notify_all();
+  }
+
+  // Decodes entered chunk `key`, its bytes reserved, outside the lock into `reused` (an evicted
+  // buffer of this size, if any: no allocator round trip and no fresh pages to fault in per
+  // decode; 128 KiB chunks sit at glibc's mmap threshold) or a new buffer; returns with the lock
+  // held, the entry not yet ready. A failed decode gives back the bytes, removes the entry,
+  // wakes the waiters and rethrows.
+  template <class Decode>
+  void fill(stripe& s, std::unique_lock<std::mutex>& lock, std::uint64_t key, entry& e,
+            std::unique_ptr<std::byte[]> reused, Decode& decode) {
     try {
-      e.bytes = reused ? std::move(reused) : std::unique_ptr<std::byte[]>(new std::byte[bytes]);
-      decode(std::span<std::byte>(e.bytes.get(), bytes));
+      e.bytes = reused ? std::move(reused) : std::unique_ptr<std::byte[]>(new std::byte[e.size]);
+      decode(std::span<std::byte>(e.bytes.get(), e.size));
     } catch (...) {
+      held_.fetch_sub(e.size, std::memory_order_acq_rel);
       lock.lock();
-      held_ -= bytes;
-      table_.erase(key);
-      ready_.notify_all();
+      abandon(s, key);
       throw;
     }
     lock.lock();
-    return e;
   }
 
   // Pins e (taking it off the eviction lists).
-  void take(entry& e) noexcept {
+  void take(stripe& s, entry& e) noexcept {
     if (e.listed) {
-      (e.spent() ? spent_ : open_).erase(e.at);
+      (e.spent() ? s.spent : s.open).erase(e.at);
+      listed_[e.spent() ? 0 : 1].fetch_sub(1, std::memory_order_relaxed);
       e.listed = false;
     }
     ++e.pins;
   }
 
-  void unpin(std::uint64_t key) noexcept {
-    auto lock = lock_timed();
-    release(key);
+  void unpin(stripe& s, std::uint64_t key) noexcept {
+    auto lock = lock_timed(s);
+    release(s, key);
   }
 
-  // Drops one pin of chunk `key`; unpinned and ready, it joins its eviction list. mutex_ held.
-  void release(std::uint64_t key) noexcept {
-    const auto it = table_.find(key);
-    if (it == table_.end()) return;
+  // Drops one pin of chunk `key`; unpinned and ready, it joins its eviction list. s.mutex held.
+  void release(stripe& s, std::uint64_t key) noexcept {
+    const auto it = s.table.find(key);
+    if (it == s.table.end()) return;
     entry& e = it->second;
     if (--e.pins || !e.ready) return;
-    auto& list = e.spent() ? spent_ : open_;
+    auto& list = e.spent() ? s.spent : s.open;
     e.at = list.insert(list.end(), key);  // most recently used at the back
+    listed_[e.spent() ? 0 : 1].fetch_add(1, std::memory_order_relaxed);
     e.listed = true;
   }
 
-  // Evicts one chunk (spent ones first; with spent_only, no other); its buffer goes to *keep
-  // when keep is set and the size is `size`.
-  bool evict_one(std::unique_ptr<std::byte[]>* keep = nullptr, std::size_t size = 0,
-                 bool spent_only = false) noexcept {
-    auto& list = spent_.empty() && !spent_only ? open_ : spent_;
-    if (list.empty()) return false;
-    const auto it = table_.find(list.front());
+  // Removes the first chunk of `list` (s.spent or s.open, not empty) and returns its buffer, to
+  // be freed or reused outside the lock. s.mutex held.
+  std::unique_ptr<std::byte[]> evict_front(stripe& s, std::list<std::uint64_t>& list) noexcept {
+    const auto it = s.table.find(list.front());
     list.pop_front();
-    held_ -= it->second.size;
-    if (keep && it->second.size == size) *keep = std::move(it->second.bytes);
-    table_.erase(it);
-    return true;
+    listed_[&list == &s.spent ? 0 : 1].fetch_sub(1, std::memory_order_relaxed);
+    held_.fetch_sub(it->second.size, std::memory_order_acq_rel);
+    auto bytes = std::move(it->second.bytes);
+    s.table.erase(it);
+    return bytes;
   }
 
-  // Evicts until `bytes` more fit; `reused` receives an evicted buffer of that size, if any.
-  bool make_room(std::size_t bytes, std::unique_ptr<std::byte[]>& reused,
-                 bool spent_only = false) noexcept {
-    if (bytes > budget_) return false;
-    while (held_ + bytes > budget_)
-      if (!evict_one(&reused, bytes, spent_only)) return false;
-    return true;
+  // Evicts one chunk: a spent one from any stripe, else (unless spent_only) an open one. Takes
+  // one stripe lock at a time, starting at a rotating stripe so decoders spread their evictions.
+  // A buffer of `size` bytes goes to `keep` when it is empty. False: nothing could be evicted.
+  // A scan is not atomic (a chunk unpinned in a stripe already passed is missed while other
+  // decoders take the ones ahead), so a scan that finds nothing is repeated while the counts of
+  // listed chunks say some exist, a bounded number of times, and open chunks are scanned only
+  // when no spent one is listed: a race never evicts a chunk still to be read while a spent one
+  // waits. After the last round the fallback is an uncached decode: correct, only slower.
+  bool evict_one(std::unique_ptr<std::byte[]>& keep, std::size_t size, bool spent_only) noexcept {
+    for (int round = 0; round < 64; ++round) {
+      if (scan_evict(keep, size, 0)) return true;
+      if (listed_[0].load(std::memory_order_relaxed)) continue;  // spent ones exist: again
+      if (spent_only) return false;
+      if (scan_evict(keep, size, 1)) return true;
+      if (!listed_[0].load(std::memory_order_relaxed) && !listed_[1].load(std::memory_order_relaxed))
+        return false;
+    }
+    return false;
   }
 
-  // The table's lock on the per-record paths (get, try_get, pin_ready, unpin_ready, unpin):
-  // when another reader holds it, the time spent waiting for it is counted (two clock reads per
+  // One scan of evict_one() over the stripes' spent (list 0) or open (list 1) chunks.
+  bool scan_evict(std::unique_ptr<std::byte[]>& keep, std::size_t size, int which) noexcept {
+    const std::size_t start = next_victim_.fetch_add(1, std::memory_order_relaxed);
+    for (std::size_t i = 0; i < stripe_count; ++i) {
+      stripe& s = stripes_[(start + i) % stripe_count];
+      std::unique_lock lock(s.mutex);
+      auto& list = which == 0 ? s.spent : s.open;
+      if (list.empty()) continue;
+      const std::size_t freed = s.table.find(list.front())->second.size;
+      auto victim = evict_front(s, list);
+      lock.unlock();
+      if (!keep && freed == size) keep = std::move(victim);
+      return true;  // victim, if not kept, is freed here, outside the lock
+    }
+    return false;
+  }
+
+  // Reserves `bytes` of the budget, evicting until they fit (spent_only: only spent chunks);
+  // `reused` receives an evicted buffer of that size, if any. No stripe lock held.
+  bool reserve(std::size_t bytes, std::unique_ptr<std::byte[]>& reused,
+               bool spent_only = false) noexcept {
+    for (;;) {
+      if (bytes > budget_.load(std::memory_order_relaxed)) return false;
+      std::size_t h = held_.load(std::memory_order_acquire);
+      while (h + bytes <= budget_.load(std::memory_order_relaxed)) {
+        if (held_.compare_exchange_weak(h, h + bytes, std::memory_order_acq_rel)) {
+          std::size_t p = peak_.load(std::memory_order_relaxed);
+          while (p < h + bytes && !peak_.compare_exchange_weak(p, h + bytes)) {
+          }
+          return true;
+        }
+      }
+      if (!evict_one(reused, bytes, spent_only)) return false;
+    }
+  }
+
+  // A stripe's lock on the per-record paths (get, try_get, pin_ready, unpin_ready, unpin): when
+  // another reader holds it, the time spent waiting for it is counted (two clock reads per
   // contended lock, none otherwise): decode_stats::cache_lock_wait_seconds.
-  std::unique_lock<std::mutex> lock_timed() const {
-    std::unique_lock lock(mutex_, std::try_to_lock);
+  std::unique_lock<std::mutex> lock_timed(stripe& s) const {
+    std::unique_lock lock(s.mutex, std::try_to_lock);
     if (!lock.owns_lock()) {
       const auto t0 = std::chrono::steady_clock::now();
       lock.lock();
@@ -334,14 +460,12 @@ class shared_chunk_cache {
     return lock;
   }
 
-  mutable std::mutex mutex_;
+  std::array<stripe, stripe_count> stripes_;
+  std::atomic<std::size_t> budget_;
+  std::atomic<std::size_t> held_{0}, peak_{0};
+  std::atomic<std::size_t> next_victim_{0};
+  std::atomic<std::size_t> listed_[2] = {0, 0};  // chunks in the stripes' spent, open lists
   mutable std::atomic<std::uint64_t> lock_wait_ns_{0};
-  std::condition_variable ready_;
-  std::unordered_map<std::uint64_t, entry> table_;
-  std::list<std::uint64_t> spent_, open_;  // unpinned ready chunks, least recently used first
-  std::size_t budget_;
-  std::size_t held_ = 0;
-  decode_stats stats_;  // the cache's own counters, under mutex_
   std::atomic<std::uint64_t> direct_chunks_{0}, direct_bytes_{0}, records_{0}, delivered_{0};
 };
 
