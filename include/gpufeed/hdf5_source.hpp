@@ -241,6 +241,14 @@ class hdf5_source {
   void drop_decoded_chunks() const noexcept {
     if (state_) state_->cache->drop_unused();
   }
+  // Forgets the decoded chunks no reader is using, so that the next reads decode them again, but
+  // keeps their memory (within the budget, counted in the cache's bytes) for those decodes:
+  // decoding into memory the allocator just handed back first faults in and zeroes fresh pages,
+  // which the cache's own evictions never pay (they reuse the evicted buffers). For measuring
+  // decode rates epoch after epoch; drop_decoded_chunks() gives the memory back.
+  void forget_decoded_chunks() const {
+    if (state_) state_->cache->forget_unused();
+  }
 
   // Every shard, in record order. Opens any shard not opened yet (so it may throw that shard's
   // open error): describing a shard takes opening it. shard_info(k) does not open.

@@ -3,6 +3,7 @@
 // failed decodes, and many threads on few chunks.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -189,4 +190,41 @@ TEST_CASE("many threads streaming through a small budget: bytes right, budget ne
   CHECK(decodes == threads * 2000);
   CHECK(c.stats().cache_peak_bytes <= 12 * chunk);
   CHECK(c.stats().uncached_decodes == 0);  // spent chunks always make room
+}
+
+TEST_CASE("forget_unused keeps the buffers for the next decodes; drop_unused frees them") {
+  shared_chunk_cache c(4 * chunk);
+  byte_buffer own;
+  std::atomic<int> decodes{0};
+  std::vector<const std::byte*> first;
+  for (std::uint64_t k = 0; k < 4; ++k) {
+    const auto p = c.get(k, k, chunk, 1, own, [&](std::span<std::byte> out) { fill_chunk(k, out); });
+    first.push_back(p.data());
+  }
+  c.forget_unused();
+  CHECK(c.held_bytes() == 4 * chunk);  // spare buffers stay counted
+  // the same chunks decode again (forgotten), into the same four buffers
+  for (std::uint64_t k = 0; k < 4; ++k) {
+    const auto p = c.get(k, k, chunk, 1, own, [&](std::span<std::byte> out) {
+      decodes.fetch_add(1);
+      fill_chunk(k, out);
+    });
+    CHECK(holds_chunk(k, p.data()));
+    CHECK(std::find(first.begin(), first.end(), p.data()) != first.end());
+  }
+  CHECK(decodes == 4);
+  CHECK(c.held_bytes() == 4 * chunk);
+  CHECK(c.stats().cache_peak_bytes == 4 * chunk);
+  c.forget_unused();
+  // a chunk of another size frees spare buffers to make room, and the budget holds
+  {
+    const auto p = c.get(9, 9, 3 * chunk, 1, own, [](std::span<std::byte> out) {
+      std::memset(out.data(), 7, out.size());
+    });
+    CHECK(p.data()[3 * chunk - 1] == std::byte{7});
+  }
+  CHECK(c.held_bytes() == 4 * chunk);
+  CHECK(c.stats().uncached_decodes == 0);
+  c.drop_unused();
+  CHECK(c.held_bytes() == 0);
 }

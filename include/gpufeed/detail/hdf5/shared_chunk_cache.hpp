@@ -18,7 +18,8 @@
 // all stripes, raised by compare-and-swap only when the bytes fit. A decoder that finds no room
 // evicts, one stripe lock at a time and holding no other (so no lock order to keep); when no
 // chunk can be evicted, it decodes into the reader's own buffer for this one record and does not
-// cache it (counted as uncached_decodes).
+// cache it (counted as uncached_decodes). Buffers of forgotten chunks (forget_unused) stay held
+// as spares, taken by the next decodes of their size, freed first when room is needed otherwise.
 //
 // Eviction rule (the victim when room is needed):
 //   1. a spent chunk: one that every record touching it has read since it was decoded (reads a
@@ -49,6 +50,7 @@
 #include <optional>
 #include <span>
 #include <unordered_map>
+#include <vector>
 
 #include "gpufeed/decode_stats.hpp"
 #include "gpufeed/detail/byte_buffer.hpp"
@@ -224,7 +226,7 @@ class shared_chunk_cache {
     while (b < bytes && !budget_.compare_exchange_weak(b, bytes)) {
     }
   }
-  // Frees every chunk no reader holds.
+  // Frees every chunk no reader holds, and the spare buffers.
   void drop_unused() noexcept {
     for (stripe& s : stripes_) {
       std::unique_lock lock(s.mutex);
@@ -233,6 +235,27 @@ class shared_chunk_cache {
         lock.unlock();
         victim.reset();
         lock.lock();
+      }
+    }
+    while (free_one_spare()) {
+    }
+  }
+  // Forgets every chunk no reader holds (the next read decodes it again) but keeps its buffer,
+  // still counted in the held bytes, for the next decode of that size: a decode into a buffer
+  // the allocator just handed back faults in fresh pages (on the 2-core development VM the
+  // kernel's page zeroing took 35-42 % of compressed_bench's CPU, perf 2026-12-03; on the H200
+  // host it measured within the noise). A decode that needs room frees spare buffers of other
+  // sizes first.
+  void forget_unused() {
+    for (stripe& s : stripes_) {
+      std::unique_lock lock(s.mutex);
+      while (!s.spent.empty() || !s.open.empty()) {
+        auto& list = s.spent.empty() ? s.open : s.spent;
+        const std::size_t size = s.table.find(list.front())->second.size;
+        auto bytes = evict_front(s, list, /*keep_counted=*/true);
+        std::lock_guard spare_lock(spare_mutex_);
+        spare_.push_back(spare_buffer{size, std::move(bytes)});
+        spare_count_.fetch_add(1, std::memory_order_relaxed);
       }
     }
   }
@@ -376,12 +399,14 @@ class shared_chunk_cache {
   }
 
   // Removes the first chunk of `list` (s.spent or s.open, not empty) and returns its buffer, to
-  // be freed or reused outside the lock. s.mutex held.
-  std::unique_ptr<std::byte[]> evict_front(stripe& s, std::list<std::uint64_t>& list) noexcept {
+  // be freed or reused outside the lock; its bytes leave the held count unless keep_counted (a
+  // spare buffer). s.mutex held.
+  std::unique_ptr<std::byte[]> evict_front(stripe& s, std::list<std::uint64_t>& list,
+                                           bool keep_counted = false) noexcept {
     const auto it = s.table.find(list.front());
     list.pop_front();
     listed_[&list == &s.spent ? 0 : 1].fetch_sub(1, std::memory_order_relaxed);
-    held_.fetch_sub(it->second.size, std::memory_order_acq_rel);
+    if (!keep_counted) held_.fetch_sub(it->second.size, std::memory_order_acq_rel);
     auto bytes = std::move(it->second.bytes);
     s.table.erase(it);
     return bytes;
@@ -428,8 +453,9 @@ class shared_chunk_cache {
   // `reused` receives an evicted buffer of that size, if any. No stripe lock held.
   bool reserve(std::size_t bytes, std::unique_ptr<std::byte[]>& reused,
                bool spent_only = false) noexcept {
+    if (bytes > budget_.load(std::memory_order_relaxed)) return false;
+    if (take_spare(bytes, reused)) return true;  // its bytes are counted already
     for (;;) {
-      if (bytes > budget_.load(std::memory_order_relaxed)) return false;
       std::size_t h = held_.load(std::memory_order_acquire);
       while (h + bytes <= budget_.load(std::memory_order_relaxed)) {
         if (held_.compare_exchange_weak(h, h + bytes, std::memory_order_acq_rel)) {
@@ -439,8 +465,38 @@ class shared_chunk_cache {
           return true;
         }
       }
+      if (free_one_spare()) continue;
       if (!evict_one(reused, bytes, spent_only)) return false;
     }
+  }
+
+  // A spare buffer of `bytes` into `reused` (true), if there is one.
+  bool take_spare(std::size_t bytes, std::unique_ptr<std::byte[]>& reused) noexcept {
+    if (!spare_count_.load(std::memory_order_relaxed)) return false;
+    std::lock_guard lock(spare_mutex_);
+    for (auto it = spare_.rbegin(); it != spare_.rend(); ++it) {
+      if (it->size != bytes) continue;
+      reused = std::move(it->bytes);
+      *it = std::move(spare_.back());
+      spare_.pop_back();
+      spare_count_.fetch_sub(1, std::memory_order_relaxed);
+      return true;
+    }
+    return false;
+  }
+  // Frees one spare buffer (true), if there is one, outside the lock.
+  bool free_one_spare() noexcept {
+    if (!spare_count_.load(std::memory_order_relaxed)) return false;
+    std::unique_ptr<std::byte[]> victim;
+    {
+      std::lock_guard lock(spare_mutex_);
+      if (spare_.empty()) return false;
+      victim = std::move(spare_.back().bytes);
+      held_.fetch_sub(spare_.back().size, std::memory_order_acq_rel);
+      spare_.pop_back();
+      spare_count_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    return true;
   }
 
   // A stripe's lock on the per-record paths (get, try_get, pin_ready, unpin_ready, unpin): when
@@ -465,6 +521,13 @@ class shared_chunk_cache {
   std::atomic<std::size_t> held_{0}, peak_{0};
   std::atomic<std::size_t> next_victim_{0};
   std::atomic<std::size_t> listed_[2] = {0, 0};  // chunks in the stripes' spent, open lists
+  struct spare_buffer {
+    std::size_t size;
+    std::unique_ptr<std::byte[]> bytes;
+  };
+  std::mutex spare_mutex_;
+  std::vector<spare_buffer> spare_;  // forget_unused()'s buffers, under spare_mutex_
+  std::atomic<std::size_t> spare_count_{0};
   mutable std::atomic<std::uint64_t> lock_wait_ns_{0};
   std::atomic<std::uint64_t> direct_chunks_{0}, direct_bytes_{0}, records_{0}, delivered_{0};
 };
