@@ -246,7 +246,7 @@ class hdf5_source {
   // decoding into memory the allocator just handed back first faults in and zeroes fresh pages,
   // which the cache's own evictions never pay (they reuse the evicted buffers). For measuring
   // decode rates epoch after epoch; drop_decoded_chunks() gives the memory back.
-  void forget_decoded_chunks() const {
+  void forget_decoded_chunks() const noexcept {
     if (state_) state_->cache->forget_unused();
   }
 

@@ -196,7 +196,8 @@ class record_reader {
       const chunk_entry& c = s.chunks[static_cast<std::size_t>(k)];
       const shared_chunk_cache::pin held =
           cache_->get(group_of(s, key_base, k), key_base + k, s.grid.chunk_bytes,
-                      chunk_users(s, k / s.rows.band_chunks), own_, [&](std::span<std::byte> buf) { decode(s, c, k, buf, global); });
+                      chunk_users(s, k / s.rows.band_chunks), own_,
+                      [&](std::span<std::byte> buf) { decode(s, c, k, buf, global); });
       copy_runs(plan, i, held.data(), shift, dst);
     }
   }

@@ -70,6 +70,12 @@ class shared_chunk_cache {
     [[nodiscard]] bool spent() const noexcept { return reads && reads % users == 0; }
   };
 
+  // A chunk's buffer and size, out of the table: evicted, or spare (forget_unused).
+  struct spare_buffer {
+    std::size_t size;
+    std::unique_ptr<std::byte[]> bytes;
+  };
+
   // 64 stripes: h5py's automatic chunks give block_shuffled windows of 16 bands, pack's of 128
   // units; with 64 stripes few of them share a lock. Cache-line aligned: no false sharing.
   static constexpr std::size_t stripe_count = 64;
@@ -222,21 +228,11 @@ class shared_chunk_cache {
 
   // Grows (never shrinks) the budget: several loaders may share the source.
   void raise_budget(std::size_t bytes) noexcept {
-    std::size_t b = budget_.load(std::memory_order_relaxed);
-    while (b < bytes && !budget_.compare_exchange_weak(b, bytes)) {
-    }
+    raise_to(budget_, bytes);
   }
   // Frees every chunk no reader holds, and the spare buffers.
   void drop_unused() noexcept {
-    for (stripe& s : stripes_) {
-      std::unique_lock lock(s.mutex);
-      while (!s.spent.empty() || !s.open.empty()) {
-        auto victim = evict_front(s, s.spent.empty() ? s.open : s.spent);
-        lock.unlock();
-        victim.reset();
-        lock.lock();
-      }
-    }
+    clear_unused(/*keep_counted=*/false, [](spare_buffer) noexcept {});  // freed on return
     while (free_one_spare()) {
     }
   }
@@ -246,18 +242,17 @@ class shared_chunk_cache {
   // kernel's page zeroing took 35-42 % of compressed_bench's CPU, perf 2026-12-03; on the H200
   // host it measured within the noise). A decode that needs room frees spare buffers of other
   // sizes first.
-  void forget_unused() {
-    for (stripe& s : stripes_) {
-      std::unique_lock lock(s.mutex);
-      while (!s.spent.empty() || !s.open.empty()) {
-        auto& list = s.spent.empty() ? s.open : s.spent;
-        const std::size_t size = s.table.find(list.front())->second.size;
-        auto bytes = evict_front(s, list, /*keep_counted=*/true);
-        std::lock_guard spare_lock(spare_mutex_);
-        spare_.push_back(spare_buffer{size, std::move(bytes)});
+  void forget_unused() noexcept {
+    clear_unused(/*keep_counted=*/true, [this](spare_buffer b) noexcept {
+      const std::size_t size = b.size;
+      try {
+        std::lock_guard lock(spare_mutex_);
+        spare_.push_back(std::move(b));
         spare_count_.fetch_add(1, std::memory_order_relaxed);
+      } catch (...) {  // no room in the list: the buffer is freed, its bytes no longer held
+        held_.fetch_sub(size, std::memory_order_acq_rel);
       }
-    }
+    });
   }
 
   [[nodiscard]] decode_stats stats() const {
@@ -289,6 +284,28 @@ class shared_chunk_cache {
   stripe& stripe_of(std::uint64_t group) noexcept {
     std::uint64_t h = group * 0x9E3779B97F4A7C15ull;  // Fibonacci hashing: bands are consecutive
     return stripes_[static_cast<std::size_t>(h >> 58)];  // the top 6 bits: 64 stripes
+  }
+
+  // Raises `a` to at least `v`.
+  static void raise_to(std::atomic<std::size_t>& a, std::size_t v) noexcept {
+    std::size_t now = a.load(std::memory_order_relaxed);
+    while (now < v && !a.compare_exchange_weak(now, v)) {
+    }
+  }
+
+  // Removes every chunk no reader holds, stripe by stripe, handing each one's buffer to
+  // take(spare_buffer) outside the stripe's lock; with keep_counted its bytes stay held.
+  template <class Take>
+  void clear_unused(bool keep_counted, Take&& take) noexcept {
+    for (stripe& s : stripes_) {
+      std::unique_lock lock(s.mutex);
+      while (!s.spent.empty() || !s.open.empty()) {
+        spare_buffer b = evict_front(s, s.spent.empty() ? s.open : s.spent, keep_counted);
+        lock.unlock();
+        take(std::move(b));
+        lock.lock();
+      }
+    }
   }
 
   // Holds the lock of `group`'s stripe in `lock`, switching from stripe s if that is another.
@@ -398,18 +415,18 @@ class shared_chunk_cache {
     e.listed = true;
   }
 
-  // Removes the first chunk of `list` (s.spent or s.open, not empty) and returns its buffer, to
-  // be freed or reused outside the lock; its bytes leave the held count unless keep_counted (a
-  // spare buffer). s.mutex held.
-  std::unique_ptr<std::byte[]> evict_front(stripe& s, std::list<std::uint64_t>& list,
-                                           bool keep_counted = false) noexcept {
+  // Removes the first chunk of `list` (s.spent or s.open, not empty) and returns its buffer and
+  // size, to be freed or reused outside the lock; its bytes leave the held count unless
+  // keep_counted (a spare buffer). s.mutex held.
+  spare_buffer evict_front(stripe& s, std::list<std::uint64_t>& list,
+                           bool keep_counted = false) noexcept {
     const auto it = s.table.find(list.front());
     list.pop_front();
     listed_[&list == &s.spent ? 0 : 1].fetch_sub(1, std::memory_order_relaxed);
     if (!keep_counted) held_.fetch_sub(it->second.size, std::memory_order_acq_rel);
-    auto bytes = std::move(it->second.bytes);
+    spare_buffer b{it->second.size, std::move(it->second.bytes)};
     s.table.erase(it);
-    return bytes;
+    return b;
   }
 
   // Evicts one chunk: a spent one from any stripe, else (unless spent_only) an open one. Takes
@@ -440,10 +457,9 @@ class shared_chunk_cache {
       std::unique_lock lock(s.mutex);
       auto& list = which == 0 ? s.spent : s.open;
       if (list.empty()) continue;
-      const std::size_t freed = s.table.find(list.front())->second.size;
-      auto victim = evict_front(s, list);
+      spare_buffer victim = evict_front(s, list);
       lock.unlock();
-      if (!keep && freed == size) keep = std::move(victim);
+      if (!keep && victim.size == size) keep = std::move(victim.bytes);
       return true;  // victim, if not kept, is freed here, outside the lock
     }
     return false;
@@ -459,9 +475,7 @@ class shared_chunk_cache {
       std::size_t h = held_.load(std::memory_order_acquire);
       while (h + bytes <= budget_.load(std::memory_order_relaxed)) {
         if (held_.compare_exchange_weak(h, h + bytes, std::memory_order_acq_rel)) {
-          std::size_t p = peak_.load(std::memory_order_relaxed);
-          while (p < h + bytes && !peak_.compare_exchange_weak(p, h + bytes)) {
-          }
+          raise_to(peak_, h + bytes);
           return true;
         }
       }
@@ -521,10 +535,6 @@ class shared_chunk_cache {
   std::atomic<std::size_t> held_{0}, peak_{0};
   std::atomic<std::size_t> next_victim_{0};
   std::atomic<std::size_t> listed_[2] = {0, 0};  // chunks in the stripes' spent, open lists
-  struct spare_buffer {
-    std::size_t size;
-    std::unique_ptr<std::byte[]> bytes;
-  };
   std::mutex spare_mutex_;
   std::vector<spare_buffer> spare_;  // forget_unused()'s buffers, under spare_mutex_
   std::atomic<std::size_t> spare_count_{0};
