@@ -3,14 +3,16 @@
 // each record order, beside the rates that bound it measured in the same run.
 //
 //   compressed_bench [options] FILE.h5...            (one record space over the files, "data")
-//     --cases decode1,sequential,block,shuffled,quality   which cases (default all but quality)
+//     --cases decode1,decodeN,sequential,block,shuffled,quality   which cases (default all but
+//                      decodeN and quality)
 //     --workers N (14)  --prefetch P (8)  --batch B (512)  --seconds S (4, per case)
 //     --chunk-records R   records per worker task (loader_config::chunk_records; 0: automatic)
-//     --windows W1,W2,...   block_shuffled windows (units) for the quality case (0 = default)
+//     --windows W1,W2,...   block_shuffled windows (units) for the block and quality cases
+//                      (0 = the default window; block reports each other one as block/w<W>)
 //     --cold           evict the files (posix_fadvise DONTNEED) before every case and measure
 //                      the buffered sequential read rate (as `dd bs=1M`) first
 //     --target cuda|host (cuda when a GPU is usable)   --json   (one JSON array on stdout)
-//     --decode-ahead   loader_config::decode_ahead = true (block_shuffled)
+//     --no-decode-ahead   loader_config::decode_ahead = false (block_shuffled; on by default)
 //     --keep-cache     keep decoded chunks across epochs (by default the cache forgets them at
 //                      each epoch's end, keeping their buffers, so each epoch's rate is a
 //                      decode rate into memory already faulted in, as in a long run)
@@ -20,8 +22,10 @@
 //   decode1     one reader, records in file order: each chunk is read and decoded once; the
 //               single-thread decode rate of these chunks (plus one copy), timed after an
 //               untimed pass (the cache's buffers faulted in, as in the loader cases)
+//   decodeN     --workers independent readers, each decode1 on its own slice of the records:
+//               the machine's N-core decode rate without the loader (reported as decode<N>)
 //   sequential  the loader, sequential order, N workers, into the target
-//   block       the loader, block_shuffled order, default window
+//   block       the loader, block_shuffled order, default window (and each of --windows)
 //   shuffled    the loader, full random order (bounded by --seconds: it may finish no epoch)
 //   quality     per window (and full random): distinct labels per batch and label entropy per
 //               batch over one whole epoch of the order the loader would use (its resolved
@@ -34,6 +38,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -42,6 +48,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -66,7 +73,7 @@ struct options {
   double seconds = 4;
   std::vector<std::size_t> windows{0};
   bool cold = false, json = false;
-  bool decode_ahead = false, keep_cache = false;
+  bool no_decode_ahead = false, keep_cache = false;
   std::string target = "cuda";
 };
 
@@ -144,6 +151,59 @@ double decode1_rate(const gpufeed::hdf5_source& src, double budget, std::uint64_
   return bytes / since(t0) / 1e9;
 }
 
+// `threads` independent single-thread readers, thread t reading its own contiguous slice of the
+// records in file order (slices are whole runs of `align` records, spread evenly, so threads
+// share no chunk band when bands are aligned to it): what N cores decode on this machine without
+// the loader (all-core clock, shared L3 and memory), the honest ceiling for "workers x decode1".
+// Timed after an untimed pass, as decode1. The timed interval ends when the first thread
+// finishes its slice (the others stop at their next record), so every thread decodes for all of
+// it: the rate is all threads' bytes over that interval.
+double decode_n_rate(const gpufeed::hdf5_source& src, std::size_t threads, std::size_t align,
+                     double budget, std::uint64_t& records) {
+  src.drop_decoded_chunks();
+  gpufeed::read_plan plan;
+  plan.workers = threads;  // room for every thread's band (automatic budgets)
+  plan.lookahead_records = threads * align;
+  src.plan_reads(plan);
+  const std::uint64_t n = src.size();
+  const std::uint64_t runs = (n + align - 1) / align;
+  auto bound = [&](std::size_t t) { return std::min<std::uint64_t>(n, runs * t / threads * align); };
+  std::vector<double> bytes(threads);
+  std::vector<std::uint64_t> count(threads);
+  auto pass = [&] {
+    std::fill(bytes.begin(), bytes.end(), 0.0);
+    std::fill(count.begin(), count.end(), 0);
+    std::atomic<bool> stop{false};
+    std::atomic<double> stopped_at{0.0};
+    std::vector<std::thread> pool;
+    const auto t0 = clock_type::now();
+    for (std::size_t t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        std::vector<std::byte> buf(src.max_record_size());
+        auto r = src.make_reader();
+        for (std::uint64_t i = bound(t); i < bound(t + 1); ++i) {
+          if (stop.load(std::memory_order_relaxed) || since(t0) >= budget) break;
+          r.read(i, buf);
+          bytes[t] += static_cast<double>(src.record_size(i));
+          ++count[t];
+        }
+        if (!stop.exchange(true)) stopped_at = since(t0);
+      });
+    for (auto& th : pool) th.join();
+    return stopped_at.load();
+  };
+  pass();
+  src.forget_decoded_chunks();
+  const double s = pass();
+  records = 0;
+  double total = 0;
+  for (std::size_t t = 0; t < threads; ++t) {
+    records += count[t];
+    total += bytes[t];
+  }
+  return s > 0 ? total / s / 1e9 : 0.0;
+}
+
 // Label mix of one batch: distinct labels and Shannon entropy in bits.
 struct mix {
   double distinct = 0, entropy = 0;
@@ -198,7 +258,7 @@ class runner {
     // A first pass (cold data) is one epoch; otherwise epochs repeat until --seconds, so loader
     // start-up (threads, pinned slots, the first batch) does not dominate a short epoch.
     c.epochs = whole_epoch ? 1 : 0;
-    c.decode_ahead = o_.decode_ahead;
+    c.decode_ahead = !o_.no_decode_ahead;
     c.target = gpu_ ? gpu_->target() : gpufeed::target::host();
     c.consumer_stream = gpu_ ? gpu_->stream() : nullptr;
     gpufeed::loader<gpufeed::hdf5_source> l(src, c);
@@ -346,7 +406,7 @@ int main(int argc, char** argv) {
   app.add_option("--seconds", o.seconds);
   app.add_option("--windows", o.windows)->delimiter(',');
   app.add_flag("--cold", o.cold);
-  app.add_flag("--decode-ahead", o.decode_ahead, "loader_config::decode_ahead = true");
+  app.add_flag("--no-decode-ahead", o.no_decode_ahead, "loader_config::decode_ahead = false");
   app.add_flag("--keep-cache", o.keep_cache,
                "keep decoded chunks across epochs (by default each epoch decodes its own)");
   app.add_flag("--json", o.json);
@@ -409,14 +469,26 @@ int main(int argc, char** argv) {
       r.seconds = since(t0);
       report(r);
     }
+    if (wants(o, "decodeN")) {
+      prepare();
+      case_result r;
+      r.name = "decode" + std::to_string(o.workers);
+      const auto t0 = clock_type::now();
+      r.gb_per_s = decode_n_rate(src, o.workers, o.batch, o.seconds, r.records);
+      r.seconds = since(t0);
+      report(r);
+    }
     using gpufeed::sample_order;
     if (wants(o, "sequential")) {
       prepare();
       report(run.loader_case("sequential", sample_order::sequential, 0, o.cold));
     }
     if (wants(o, "block")) {
-      prepare();
-      report(run.loader_case("block", sample_order::block_shuffled, 0, o.cold));
+      for (std::size_t w : o.windows) {
+        prepare();
+        report(run.loader_case(w ? "block/w" + std::to_string(w) : "block",
+                               sample_order::block_shuffled, w, o.cold));
+      }
     }
     if (wants(o, "shuffled")) {
       prepare();

@@ -1,8 +1,8 @@
 # compressed_bench_smoke: writes a small class-sorted gzip file with h5py
-# (bench/make_h5py_data.py quality) and runs every case of compressed_bench on it, host target,
-# briefly; stdout must be a JSON array with one object per case, each with a positive rate and,
-# for the loader cases, records delivered and a label mix in range (1..batch distinct labels,
-# entropy at most log2(batch)). No speed assertions.
+# (bench/make_h5py_data.py quality) and runs every case of compressed_bench on it (block and
+# quality at two windows), host target, briefly; stdout must be a JSON array with one object per
+# case, each with a positive rate and, for the loader cases, records delivered and a label mix
+# in range (1..batch distinct labels, entropy at most log2(batch)). No speed assertions.
 #   cmake -DBENCH=<compressed_bench> -DPYTHON=<python3> -DMAKE=<make_h5py_data.py> -DDIR=<dir>
 #         -P compressed_smoke.cmake
 cmake_minimum_required(VERSION 3.25)
@@ -15,7 +15,7 @@ if(NOT rc EQUAL 0)
 endif()
 execute_process(
   COMMAND "${BENCH}" --target host --json --workers 2 --prefetch 2 --batch 64 --seconds 0.3
-          --cases decode1,sequential,block,shuffled,quality --windows 2,0 --cold "${file}"
+          --cases decode1,decodeN,sequential,block,shuffled,quality --windows 2,0 --cold "${file}"
   OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "compressed_bench exited with ${rc}\n${err}")
@@ -24,9 +24,10 @@ string(JSON n ERROR_VARIABLE jerr LENGTH "${out}")
 if(jerr)
   message(FATAL_ERROR "stdout is not a JSON array: ${jerr}\n${out}")
 endif()
-# dd, decode1, sequential, block, shuffled, quality/block/w2, quality/block/w0, quality/shuffled
-if(NOT n EQUAL 8)
-  message(FATAL_ERROR "expected 8 cases, got ${n}\n${out}")
+# dd, decode1, decode2, sequential, block/w2, block, shuffled, quality/block/w2,
+# quality/block/w0, quality/shuffled
+if(NOT n EQUAL 10)
+  message(FATAL_ERROR "expected 10 cases, got ${n}\n${out}")
 endif()
 math(EXPR last "${n} - 1")
 foreach(i RANGE ${last})

@@ -5,10 +5,12 @@
 # Steps (data in /tmp/gpufeed-compressed, made with the machine's h5py):
 #   1. bench/make_h5py_data.py: an h5py gzip + shuffle file with h5py's automatic chunks
 #      (float32, 16 KiB rows, class-sorted labels) and a small class-sorted file for order quality
-#   2. compressed_bench on the h5py file: single-thread decode, sequential, block_shuffled,
+#   2. compressed_bench on the h5py file: single-thread decode, the same on every worker at once
+#      (decodeN: what the machine's cores decode without the loader), sequential, block_shuffled,
 #      shuffled (bounded)
 #   3. the PyTorch peer (DataLoader + h5py) on the same file, shuffled (bounded)
 #   4. gpufeed pack --from that file --compress lz4 / zstd; compressed_bench on each
+#   4b. block_shuffled on each codec without decode-ahead and with windows of 16 and 32 units
 #   5. gpufeed pack --from --compress none; compressed_bench --cold: dd, block_shuffled, shuffled
 #      first passes over evicted shards
 #   6. order quality: labels per batch and entropy for three windows and full random
@@ -41,7 +43,8 @@ bench=("${cxx[@]}" "$bin/compressed_bench" --workers "$workers" --json)
 gz=$data/h5py_gzip.h5
 [ -f "$gz" ] || step make_gzip 120 - "$python" "$root/bench/make_h5py_data.py" gzip "$gz"
 [ -f "$data/quality.h5" ] || step make_quality 60 - "$python" "$root/bench/make_h5py_data.py" quality "$data/quality.h5"
-step gzip 100 "$out/gzip.json" "${bench[@]}" --seconds 6 "$gz"
+step gzip 100 "$out/gzip.json" "${bench[@]}" --seconds 6 \
+  --cases decode1,decodeN,sequential,block,shuffled "$gz"
 step pytorch 80 "$out/torch_gzip.json" "$python" "$root/bench/peers/pytorch_dataloader.py" \
   --file "$gz" --dataset data --no-verify --workers 0 --seconds 5 --min-batches 1 \
   --repeats 1 --budget-seconds 50 --json
@@ -50,8 +53,17 @@ for codec in lz4 zstd none; do
   step "pack_$codec" 60 - "${cxx[@]}" "$bin/gpufeed" pack --from "$gz" --dataset data --labels labels \
     --compress "$codec" -o "$data/$codec" -q
 done
-step lz4 40 "$out/lz4.json" "${bench[@]}" --seconds 4 --cases decode1,sequential,block "$data"/lz4/*.h5
-step zstd 40 "$out/zstd.json" "${bench[@]}" --seconds 4 --cases decode1,sequential,block "$data"/zstd/*.h5
+step lz4 40 "$out/lz4.json" "${bench[@]}" --seconds 4 --cases decode1,decodeN,sequential,block "$data"/lz4/*.h5
+step zstd 40 "$out/zstd.json" "${bench[@]}" --seconds 4 --cases decode1,decodeN,sequential,block "$data"/zstd/*.h5
+# block_shuffled's settings beside its defaults: without decode-ahead, and smaller windows
+# (16 and 32 units: less decoded-chunk cache, fewer labels per batch).
+for codec in gzip lz4 zstd; do
+  if [ $codec = gzip ]; then files=("$gz"); else files=("$data/$codec"/*.h5); fi
+  step "${codec}_noahead" 30 "$out/${codec}_noahead.json" "${bench[@]}" --seconds 4 --cases block \
+    --no-decode-ahead "${files[@]}"
+  step "${codec}_windows" 40 "$out/${codec}_windows.json" "${bench[@]}" --seconds 4 --cases block \
+    --windows 16,32 "${files[@]}"
+done
 step cold 80 "$out/cold.json" "${bench[@]}" --seconds 8 --cold --cases block,shuffled "$data"/none/*.h5
 step quality 60 "$out/quality.json" "${bench[@]}" --seconds 3 --cases quality --windows 4,0,64 \
   "$data/quality.h5"
@@ -64,7 +76,8 @@ def load(n):
             return json.load(f)
     except (OSError, ValueError):
         return []
-res = {n: load(n) for n in ["gzip", "torch_gzip", "lz4", "zstd", "cold", "quality"]}
+res = {n: load(n) for n in ["gzip", "torch_gzip", "lz4", "zstd", "cold", "quality"] +
+       [c + s for c in ["gzip", "lz4", "zstd"] for s in ["_noahead", "_windows"]]}
 with open(os.path.join(out, "compressed.json"), "w") as f:
     json.dump(res, f, indent=1)
 def rate(n, case):
@@ -96,4 +109,19 @@ zb, _ = rate("zstd", "block"); z1, _ = rate("zstd", "decode1")
 t(f"zstd block >= 0.8 x {w} x decode1", zb >= 0.8 * w * z1, zb, 0.8 * w * z1)
 dd, _ = rate("cold", "dd"); cb, _ = rate("cold", "block")
 t("cold block >= 0.9 x dd", cb >= 0.9 * dd, cb, 0.9 * dd)
+print(f"\n==== where 'workers x decode1' goes: {w} independent single-thread decoders (decode{w})")
+for n in ["gzip", "lz4", "zstd"]:
+    one, _ = rate(n, "decode1"); many, _ = rate(n, f"decode{w}"); s, _ = rate(n, "sequential")
+    b, _ = rate(n, "block")
+    if one and many:
+        print(f"{n:<5} decode{w} {many:7.3f} = {many / (w * one):.2f} x {w} x decode1; "
+              f"sequential {s / many:.2f} x, block {b / many:.2f} x decode{w}")
+print("\n==== block_shuffled settings (GB/s; default: decode-ahead on, default window)")
+for n in ["gzip", "lz4", "zstd"]:
+    s, _ = rate(n, "sequential"); b, rb = rate(n, "block"); na, rn = rate(n + "_noahead", "block")
+    w16, r16 = rate(n + "_windows", "block/w16"); w32, r32 = rate(n + "_windows", "block/w32")
+    def idle(r):
+        return r.get("time", {}).get("idle", 0.0)
+    print(f"{n:<5} sequential {s:7.3f}  block {b:7.3f} (idle {idle(rb):5.2f} s)  "
+          f"no decode-ahead {na:7.3f} (idle {idle(rn):5.2f} s)  window 16 {w16:7.3f}  window 32 {w32:7.3f}")
 PY

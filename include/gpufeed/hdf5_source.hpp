@@ -326,7 +326,7 @@ class hdf5_source::reader {
   void finish_deferred(std::uint64_t i, std::span<std::byte> dst) { impl_.finish_deferred(i, dst); }
 
   // Decodes ahead, into the shared cache, the chunks records [first, first + count) will read
-  // (the loader's idle workers do it for block_shuffled's next window), while the cache has room
+  // (the loader's workers do it for block_shuffled's next window), while the cache has room
   // without evicting chunks still being read. Opens shards not opened yet. Never throws: a
   // shard or chunk that fails is left to the reads, which report it.
   void decode_ahead(std::uint64_t first, std::uint64_t count) noexcept {

@@ -117,6 +117,11 @@ class sampler {
   [[nodiscard]] std::uint64_t window_of(std::uint64_t epoch, std::uint64_t position) const {
     return sequence_.window_of(epoch, position % records_);
   }
+  // Global positions [first, second) of window w of `epoch`.
+  [[nodiscard]] std::pair<std::uint64_t, std::uint64_t> window_bounds(std::uint64_t epoch,
+                                                                      std::uint64_t w) const {
+    return sequence_.window_bounds(epoch, w);
+  }
   template <class F>
   void for_each_window_unit(std::uint64_t epoch, std::uint64_t w, F&& f) const {
     sequence_.for_each_unit(epoch, w, std::forward<F>(f));

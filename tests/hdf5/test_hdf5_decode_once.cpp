@@ -179,15 +179,19 @@ TEST_CASE("sequential loader, 3 workers: each chunk decoded once per epoch, stat
 }
 
 TEST_CASE("block_shuffled through the loader, 3 workers: each chunk decoded once per epoch") {
-  for (const auto& name : names) {
-    CAPTURE(name);
-    const shape sh = shape_of(name);
-    loader_config c;
-    c.order = sample_order::block_shuffled;
-    const auto [ds, records] = two_epochs(name, c);
-    CHECK(ds.chunks_decoded == sh.chunks);
-    CHECK(ds.decoded_ahead == 0);  // loader_config::decode_ahead is off by default
-    CHECK(ds.cache_peak_bytes <= ds.cache_budget_bytes);
+  for (const bool ahead : {true, false}) {  // loader_config::decode_ahead (on by default)
+    for (const auto& name : names) {
+      CAPTURE(name);
+      CAPTURE(ahead);
+      const shape sh = shape_of(name);
+      loader_config c;
+      c.order = sample_order::block_shuffled;
+      if (!ahead) c.decode_ahead = false;
+      const auto [ds, records] = two_epochs(name, c);
+      CHECK(ds.chunks_decoded == sh.chunks);
+      if (!ahead) CHECK(ds.decoded_ahead == 0);
+      CHECK(ds.cache_peak_bytes <= ds.cache_budget_bytes);
+    }
   }
 }
 

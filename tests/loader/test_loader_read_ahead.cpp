@@ -1,7 +1,8 @@
 // Read-ahead in block_shuffled order (detail/loader/read_ahead.hpp), through the real loader on
 // an in-memory source that logs will_need() advice and reads: every unit is advised once per
 // epoch (once more where a resume re-enters a window), before any of its records is read, and
-// at most two windows ahead of the reads; other orders advise nothing.
+// at most two windows ahead of the reads; other orders advise nothing. With decode ahead, each
+// unit of the next window is decoded ahead once, in shares spread over this window's batches.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -59,8 +60,9 @@ loader_config config_of(sample_order order, std::size_t workers) {
 }
 
 // Runs the loader to its end; returns the records delivered (checking their bytes).
-std::uint64_t drain(const advised_source& src, const loader_config& c) {
-  loader<advised_source> l(src, c);
+template <class Source>
+std::uint64_t drain(const Source& src, const loader_config& c) {
+  loader<Source> l(src, c);
   std::uint64_t n = 0;
   while (auto b = l.next()) {
     for (std::size_t k = 0; k < b->size(); ++k)
@@ -140,5 +142,91 @@ TEST_CASE("shuffled and sequential orders give no advice") {
     advised_source src(256 * 4, record_bytes);
     REQUIRE(drain(src, config_of(o, 2)) == 256 * 4);
     for (const auto& e : src.log) CHECK_FALSE(e.advice);
+  }
+}
+
+namespace {
+
+// advised_source whose readers decode ahead (decode_ahead_reader): each decode_ahead() call is
+// logged as an event with advice == true in a second log, beside the reads.
+struct decoding_source : advised_source {
+  using advised_source::advised_source;
+  struct reader {
+    const decoding_source* s;
+    void read(std::uint64_t i, std::span<std::byte> dst) { s->read(i, dst); }
+    void decode_ahead(std::uint64_t first, std::uint64_t count) noexcept {
+      std::lock_guard lock(s->mutex);
+      s->log.push_back({true, first, count});
+      ++s->decoded;
+    }
+  };
+  reader make_reader() const { return reader{this}; }
+  // will_need advice is not logged here: the log holds reads and decode-aheads only.
+  void will_need(std::uint64_t, std::uint64_t) const noexcept {}
+  mutable std::size_t decoded = 0;
+};
+static_assert(decode_ahead_reader<decoding_source::reader>);
+
+}  // namespace
+
+TEST_CASE("decode ahead: each unit of the next window once, spread over this window's batches") {
+  // 13 units of 256 records (the last short), windows of 2 units: 7 windows, 8 batches of 64
+  // in each full window. One worker takes tasks in queue order, so the log is deterministic.
+  const std::uint64_t n = 256 * 12 + 100;
+  decoding_source src(n, record_bytes);
+  loader_config c = config_of(sample_order::block_shuffled, 1);
+  c.decode_ahead = true;
+  const sampler order = loader<decoding_source>(src, c).batch_sampler();
+  src.log.clear();
+  src.decoded = 0;
+  REQUIRE(drain(src, c) == n);
+
+  std::map<std::uint64_t, std::uint64_t> window_of_unit;  // first record of a unit -> window
+  for (std::uint64_t w = 0; w < order.windows_per_epoch(); ++w)
+    order.for_each_window_unit(0, w, [&](std::uint64_t u) { window_of_unit[order.units().begin(u)] = w; });
+  REQUIRE(window_of_unit.size() == 13);
+
+  std::map<std::uint64_t, int> ahead;  // unit -> times decoded ahead
+  std::map<std::uint64_t, std::size_t> first_read, last_ahead;  // window -> log position
+  std::map<std::uint64_t, std::size_t> first_ahead;
+  for (std::size_t k = 0; k < src.log.size(); ++k) {
+    const auto& e = src.log[k];
+    const std::uint64_t unit = e.first / 256 * 256;
+    const std::uint64_t w = window_of_unit.at(unit);
+    if (e.advice) {
+      CHECK(e.first == unit);
+      CHECK(e.count == (unit + 256 <= n ? 256u : n - unit));
+      ++ahead[unit];
+      first_ahead.try_emplace(w, k);
+      last_ahead[w] = k;
+    } else {
+      first_read.try_emplace(w, k);
+    }
+  }
+  // Every unit but the first window's is decoded ahead exactly once (one epoch: nothing after
+  // the last window).
+  for (const auto& [unit, w] : window_of_unit) {
+    CAPTURE(unit);
+    CHECK(ahead.count(unit) == (w == 0 ? 0u : 1u));
+    if (ahead.count(unit)) CHECK(ahead[unit] == 1);
+  }
+  for (std::uint64_t w = 1; w < order.windows_per_epoch(); ++w) {
+    CAPTURE(w);
+    // Window w is decoded ahead while window w - 1 is read: after w - 1's first read, and
+    // before the reads of w's batches (only a batch that starts in w - 1 and ends in w, the
+    // short unit making windows unaligned to batches, reads w before its share is queued) ...
+    CHECK(first_ahead.at(w) > first_read.at(w - 1));
+    std::size_t early_reads = 0;
+    for (std::size_t k = first_read.at(w); k < last_ahead.at(w); ++k)
+      early_reads += !src.log[k].advice && window_of_unit.at(src.log[k].first / 256 * 256) == w;
+    CHECK(early_reads < 64);
+    // ... and spread over w - 1's batches: its units (two, for full windows) are decoded ahead
+    // at different batches, with reads of w - 1 between them.
+    if (w + 1 < order.windows_per_epoch()) {
+      std::size_t reads_between = 0;
+      for (std::size_t k = first_ahead.at(w); k < last_ahead.at(w); ++k)
+        reads_between += !src.log[k].advice;
+      CHECK(reads_between >= 64);
+    }
   }
 }

@@ -106,11 +106,15 @@ class producer {
       if (p.sorted_tasks) sort_positions(slot, idx);
       split_tasks(source_, *s, idx, slot.meta.records, p.config.chunk_records, p.unit_tasks, tasks_);
       slot.pending.store(tasks_.size(), std::memory_order_relaxed);
-      // Behind the batch's own tasks: the next window's decode-ahead parts (read_ahead.hpp).
+      // Behind the batch's own tasks: its share of the next window to decode ahead
+      // (read_ahead.hpp), cut into at most one contiguous run of slots per worker.
       if (ahead) {
-        const std::size_t parts = p.config.workers;
-        for (std::size_t k = 0; k < parts; ++k)
-          tasks_.push_back(chunk_task{decode_ahead_task, k, parts, ahead->epoch, ahead->window});
+        const std::uint64_t n = ahead->end - ahead->first;
+        const std::uint64_t parts = std::min<std::uint64_t>(n, p.config.workers);
+        for (std::uint64_t k = 0; k < parts; ++k)
+          tasks_.push_back(chunk_task{decode_ahead_task, static_cast<std::size_t>(ahead->first + n * k / parts),
+                                      static_cast<std::size_t>(ahead->first + n * (k + 1) / parts),
+                                      ahead->epoch, ahead->window});
       }
       // One lock and one wake-up for the whole batch: a notify per chunk cost ~3 us each.
       if (!s_.work.push_all(std::span<chunk_task>(tasks_), st)) return;

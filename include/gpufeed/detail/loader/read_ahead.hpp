@@ -10,18 +10,24 @@
 // the kernel's own read-ahead case; full random has nothing to read ahead of).
 // The planner thread calls it; advice never blocks and never throws.
 //
-// Decode ahead: with a reader that can (decode_ahead_reader: hdf5_source), entering window k
-// also yields window k + 1 (or the next epoch's first) for the planner to queue as decode-ahead
-// tasks, one part per worker, behind the batch it is planning. The workers decode those units'
-// chunks into the source's cache (never evicting chunks still being read) while window k's
-// batches are mostly copies of already decoded chunks (loader_config::decode_ahead, off by
-// default: measured slower on the H200 where the cache cannot hold the data; docs/design.md).
+// Decode ahead: with a reader that can (decode_ahead_reader: hdf5_source), every batch planned in
+// window k also yields its share of window k + 1 (or of the next epoch's first window): the
+// slots of k + 1's units in proportion to how far the batch reaches into window k. The planner
+// queues that share as decode-ahead tasks behind the batch, so window k + 1 is decoded evenly
+// over window k's batches and is in the cache when k + 1 begins: its first batches, which touch
+// nearly every unit of the window, are copies instead of a burst of decodes that the rest of
+// the pipeline waits behind. Tasks are not part of any batch (a batch never waits for them);
+// the workers decode their units' chunks into the source's cache, never evicting chunks still
+// being read, and what they did not reach is decoded by the reads. loader_config::decode_ahead
+// (the cache then holds two windows); docs/design.md has the measurements.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "gpufeed/detail/loader/config.hpp"
 #include "gpufeed/source.hpp"
@@ -42,53 +48,86 @@ class window_read_ahead {
         advise_(read_ahead_source<Source> && p.config.order == sample_order::block_shuffled),
         decode_(decodes_ahead(p)) {}
 
-  // The window to decode ahead, when planning() entered a new one.
-  struct next_window {
-    std::uint64_t epoch = 0, window = 0;
+  // Slots [first, end) of window `window` of `epoch` (indices into the window's units, in the
+  // order for_each_window_unit gives them), to decode ahead.
+  struct ahead_share {
+    std::uint64_t epoch = 0, window = 0, first = 0, end = 0;
   };
 
-  // The planner is about to plan the batch of the round at `at`. Returns the window whose units
-  // the workers should decode ahead, when `at` entered a new window and one follows it.
-  std::optional<next_window> planning(const sampler_state& at) noexcept {
+  // The planner is about to plan the batch of the round at `at`: advises the kernel when `at`
+  // entered a new window, and returns the batch's share of the next window to decode ahead
+  // (none when there is nothing to decode ahead).
+  std::optional<ahead_share> planning(const sampler_state& at) noexcept {
     if ((!advise_ && !decode_) || at.position >= order_.records()) return std::nullopt;
     try {
       const std::uint64_t w = order_.window_of(at.epoch, at.position);
-      if (at.epoch == epoch_ && w == window_) return std::nullopt;
-      const bool jumped = at.epoch != epoch_ || w != window_ + 1;
-      epoch_ = at.epoch;
-      window_ = w;
       const bool last = w + 1 >= order_.windows_per_epoch();
-      if (advise_) {
-        if (jumped) advise(at.epoch, w);
-        if (!last) advise(at.epoch, w + 1);
+      if (at.epoch != epoch_ || w != window_) {
+        const bool jumped = at.epoch != epoch_ || w != window_ + 1;
+        epoch_ = at.epoch;
+        window_ = w;
+        if (advise_) {
+          if (jumped) advise(at.epoch, w);
+          if (!last) advise(at.epoch, w + 1);
+        }
+        ++windows_advised_;
       }
-      ++windows_advised_;
       if (!decode_) return std::nullopt;
-      if (!last) return next_window{at.epoch, w + 1};
-      if (epochs_ && at.epoch + 1 >= epochs_) return std::nullopt;
-      return next_window{at.epoch + 1, 0};
+      ahead_share a;
+      if (!last) {
+        a.epoch = at.epoch;
+        a.window = w + 1;
+      } else {
+        if (epochs_ && at.epoch + 1 >= epochs_) return std::nullopt;
+        a.epoch = at.epoch + 1;
+        a.window = 0;
+      }
+      // This batch reaches fraction f of window w; decode ahead the slots of the next window up
+      // to f of its units, from where the previous batch's share ended (a window entered by a
+      // jump, e.g. a resume, starts from its first slot).
+      const auto [lo, hi] = order_.window_bounds(at.epoch, w);
+      const std::uint64_t round = std::uint64_t{order_.part().world} * order_.batch_size();
+      const std::uint64_t reach = std::min(hi, at.position + round) - lo;
+      const std::uint64_t units = window_units(a.window);
+      const std::uint64_t upto =
+          reach >= hi - lo ? units
+                           : static_cast<std::uint64_t>(static_cast<long double>(units) *
+                                                        static_cast<long double>(reach) /
+                                                        static_cast<long double>(hi - lo));
+      if (a.epoch != ahead_epoch_ || a.window != ahead_window_) ahead_done_ = 0;
+      ahead_epoch_ = a.epoch;
+      ahead_window_ = a.window;
+      if (upto <= ahead_done_) return std::nullopt;
+      a.first = ahead_done_;
+      a.end = ahead_done_ = upto;
+      return a;
     } catch (...) {
       advise_ = decode_ = false;  // advice only: an order that cannot say its windows gets none
       return std::nullopt;
     }
   }
 
-  // Decode-ahead task `part` of `parts` of window w of `epoch`: its share of the window's units
-  // (every parts-th), decoded by the worker's reader. Never throws.
+  // Decodes ahead slots [first, end) of window w of `epoch` with the worker's reader. The units
+  // are listed first and decoded after: the order's lock is not held while chunks decode.
+  // Never throws.
   template <class Reader>
-  void decode_ahead(Reader& r, std::uint64_t epoch, std::uint64_t w, std::size_t part,
-                    std::size_t parts) const noexcept {
+  void decode_ahead(Reader& r, std::uint64_t epoch, std::uint64_t w, std::uint64_t first,
+                    std::uint64_t end) const noexcept {
     if constexpr (decode_ahead_reader<Reader>) {
       try {
-        const record_units& u = order_.units();
-        std::size_t n = 0;
+        std::vector<std::uint64_t> units;
+        units.reserve(static_cast<std::size_t>(end - first));
+        std::uint64_t n = 0;
         order_.for_each_window_unit(epoch, w, [&](std::uint64_t unit) {
-          if (n++ % parts == part) r.decode_ahead(u.begin(unit), u.end(unit) - u.begin(unit));
+          if (n >= first && n < end) units.push_back(unit);
+          ++n;
         });
+        const record_units& u = order_.units();
+        for (const std::uint64_t unit : units) r.decode_ahead(u.begin(unit), u.end(unit) - u.begin(unit));
       } catch (...) {
       }
     } else {
-      (void)r, (void)epoch, (void)w, (void)part, (void)parts;
+      (void)r, (void)epoch, (void)w, (void)first, (void)end;
     }
   }
 
@@ -96,6 +135,12 @@ class window_read_ahead {
   [[nodiscard]] std::uint64_t windows_entered() const noexcept { return windows_advised_; }
 
  private:
+  // Units in window w (the last window of an epoch may be short).
+  [[nodiscard]] std::uint64_t window_units(std::uint64_t w) const noexcept {
+    const std::uint64_t all = order_.units().size(), per = order_.window();
+    return std::min(all, (w + 1) * per) - std::min(all, w * per);
+  }
+
   void advise(std::uint64_t epoch, std::uint64_t w) const {
     const record_units& u = order_.units();
     order_.for_each_window_unit(epoch, w, [&](std::uint64_t unit) {
@@ -108,7 +153,9 @@ class window_read_ahead {
   const sampler& order_;
   std::uint64_t epochs_;  // loader_config::epochs (0: unbounded)
   bool advise_, decode_;
-  std::uint64_t epoch_ = none, window_ = none;
+  std::uint64_t epoch_ = none, window_ = none;                // the window being planned
+  std::uint64_t ahead_epoch_ = none, ahead_window_ = none;    // the window decoded ahead
+  std::uint64_t ahead_done_ = 0;                              // its slots handed out so far
   std::uint64_t windows_advised_ = 0;
 };
 

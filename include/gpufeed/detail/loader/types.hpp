@@ -47,8 +47,8 @@ struct ready_entry {
 };
 
 // Records [begin, end) of the batch in staging slot `slot`; or, with slot ==
-// decode_ahead_task, part `begin` of `end` of decoding window `window` of epoch `epoch` ahead
-// (read_ahead.hpp).
+// decode_ahead_task, the units in slots [begin, end) of window `window` of epoch `epoch`, to
+// decode ahead (read_ahead.hpp).
 inline constexpr std::size_t decode_ahead_task = static_cast<std::size_t>(-1);
 struct chunk_task {
   std::size_t slot = 0, begin = 0, end = 0;

@@ -22,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "gpufeed/detail/order/units.hpp"
@@ -78,6 +79,14 @@ class epoch_sequence {
     std::lock_guard lock(cache_->mutex);
     const cache& c = prepared(epoch);
     return slot_of(c, p, 0, c.before.size() - 1) / window_;
+  }
+  // Positions [first, second) of window w of `epoch` (w < windows()).
+  [[nodiscard]] std::pair<std::uint64_t, std::uint64_t> window_bounds(std::uint64_t epoch,
+                                                                      std::uint64_t w) const {
+    std::lock_guard lock(cache_->mutex);
+    const cache& c = prepared(epoch);
+    const std::uint64_t last = c.before.size() - 1;
+    return {c.before[std::min(last, w * window_)], c.before[std::min(last, (w + 1) * window_)]};
   }
   template <class F>
   void for_each_unit(std::uint64_t epoch, std::uint64_t w, F&& f) const {
