@@ -81,6 +81,23 @@ TEST_CASE("spent chunks make room first: open chunks survive a budget of exactly
   CHECK(s.uncached_decodes == 0);
 }
 
+TEST_CASE("the most recently spent chunk makes room first (its buffer is the warmest)") {
+  // Chunks 0-3 (one band, one stripe) fill the budget and are spent in that order; chunk 4
+  // evicts 3, the newest spent, and 0-2 stay cached.
+  shared_chunk_cache c(4 * chunk);
+  byte_buffer own;
+  std::atomic<int> decodes{0};
+  for (std::uint64_t k = 0; k < 4; ++k) CHECK(read_once(c, k, 1, own, decodes));
+  CHECK(read_once(c, 4, 1, own, decodes));
+  CHECK(decodes == 5);
+  for (std::uint64_t k = 0; k < 3; ++k) CHECK(read_once(c, k, 1, own, decodes));
+  CHECK(decodes == 5);  // hits
+  CHECK(read_once(c, 3, 1, own, decodes));
+  CHECK(decodes == 6);  // 3 was the one evicted
+  CHECK(c.stats().uncached_decodes == 0);
+  CHECK(c.held_bytes() == 4 * chunk);
+}
+
 TEST_CASE("with every chunk pinned, a new chunk is decoded outside the cache, not cached") {
   shared_chunk_cache c(2 * chunk);
   byte_buffer own;
