@@ -3,8 +3,8 @@
 // each record order, beside the rates that bound it measured in the same run.
 //
 //   compressed_bench [options] FILE.h5...            (one record space over the files, "data")
-//     --cases decode1,decodeN,sequential,block,shuffled,quality   which cases (default all but
-//                      decodeN and quality)
+//     --cases read,h2d,decode1,decodeN,sequential,block,shuffled,quality   which cases (default
+//                      decode1, sequential, block, shuffled)
 //     --workers N (14)  --prefetch P (8)  --batch B (512)  --seconds S (4, per case)
 //     --chunk-records R   records per worker task (loader_config::chunk_records; 0: automatic)
 //     --windows W1,W2,...   block_shuffled windows (units) for the block and quality cases
@@ -12,6 +12,10 @@
 //     --cold           evict the files (posix_fadvise DONTNEED) before every case and measure
 //                      the buffered sequential read rate (as `dd bs=1M`) first
 //     --target cuda|host (cuda when a GPU is usable)   --json   (one JSON array on stdout)
+//     --numa auto|off|N   loader_config::numa (auto: the GPU's node; N: that node, e.g. the far
+//                      one, to measure what placement is worth)
+//     --ranks-from-env    the loader's rank and world size from the launcher (mpirun, torchrun):
+//                      one process per GPU, each delivering its share (scripts/gpu-delivery.sh)
 //     --no-decode-ahead   loader_config::decode_ahead = false (block_shuffled; on by default)
 //     --keep-cache     keep decoded chunks across epochs (by default the cache forgets them at
 //                      each epoch's end, keeping their buffers, so each epoch's rate is a
@@ -19,6 +23,9 @@
 //
 // Cases (rates are delivered, decoded bytes per second):
 //   dd          cold only: one thread reads every file front to back in 1 MiB reads
+//   read        --workers threads read the files (their slices, 1 MiB preads, after an untimed
+//               pass): the host's parallel read rate from the page cache, without the loader
+//   h2d         cudaMemcpyAsync of 16 MiB from pinned memory to the GPU: its pinned H2D rate
 //   decode1     one reader, records in file order: each chunk is read and decoded once; the
 //               single-thread decode rate of these chunks (plus one copy), timed after an
 //               untimed pass (the cache's buffers faulted in, as in the loader cases)
@@ -75,6 +82,8 @@ struct options {
   bool cold = false, json = false;
   bool no_decode_ahead = false, keep_cache = false;
   std::string target = "cuda";
+  std::string numa = "auto";
+  bool ranks_from_env = false;
 };
 
 // Fraction of `path`'s pages in the page cache (mincore), or -1 when it cannot be told.
@@ -126,6 +135,53 @@ double dd_rate(const std::vector<std::string>& files) {
     ::close(fd);
   }
   return bytes / since(t0) / 1e9;
+}
+
+// `threads` threads, thread t reading slice t of the files' bytes (taken as one stream) in 1 MiB
+// preads, after an untimed pass that brings them into the page cache: the rate at which the
+// host's cores read these files from memory, the bound of a page-cache loader on this host.
+double read_rate(const std::vector<std::string>& files, std::size_t threads, double budget) {
+  struct span_of_file {
+    int fd;
+    std::uint64_t first, size;  // offset of the file in the stream, its bytes
+  };
+  std::vector<span_of_file> f;
+  std::uint64_t total = 0;
+  for (const auto& path : files) {
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    if (fd < 0) throw std::runtime_error("cannot open " + path);
+    const auto size = static_cast<std::uint64_t>(::lseek(fd, 0, SEEK_END));
+    f.push_back({fd, total, size});
+    total += size;
+  }
+  constexpr std::uint64_t block = 1u << 20;
+  auto pass = [&] {
+    std::vector<double> bytes(threads);
+    std::vector<std::thread> pool;
+    const auto t0 = clock_type::now();
+    for (std::size_t t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        std::vector<char> buf(block);
+        const std::uint64_t lo = total * t / threads, hi = total * (t + 1) / threads;
+        for (std::uint64_t at = lo; at < hi && since(t0) < budget;) {
+          const auto it = std::upper_bound(f.begin(), f.end(), at,
+                                           [](std::uint64_t v, const span_of_file& s) { return v < s.first; }) - 1;
+          const std::uint64_t n = std::min({block, hi - at, it->first + it->size - at});
+          const ssize_t got = ::pread(it->fd, buf.data(), n, static_cast<off_t>(at - it->first));
+          if (got <= 0) break;
+          bytes[t] += static_cast<double>(got);
+          at += static_cast<std::uint64_t>(got);
+        }
+      });
+    for (auto& th : pool) th.join();
+    double sum = 0;
+    for (const double b : bytes) sum += b;
+    return sum / since(t0) / 1e9;
+  };
+  pass();
+  const double rate = pass();
+  for (const auto& s : f) ::close(s.fd);
+  return rate;
 }
 
 double decode1_rate(const gpufeed::hdf5_source& src, double budget, std::uint64_t& records) {
@@ -228,6 +284,7 @@ struct case_result {
   double mean_distinct = 0, mean_entropy = 0;  // quality case
   nlohmann::json decode;                       // stats().decode, when the source reports it
   nlohmann::json time;                         // where the workers' time went (loader cases)
+  nlohmann::json numa;                         // stats().numa (loader cases)
 };
 
 // The settings every case shares: one process, the options' batch, workers and prefetch.
@@ -237,7 +294,12 @@ gpufeed::loader_config case_config(const options& o, gpufeed::sample_order order
   c.batch_size = o.batch;
   c.order = order;
   c.shuffle_window = window;
-  c.part = gpufeed::partition{};
+  if (!o.ranks_from_env) c.part = gpufeed::partition{};  // else from the launcher's environment
+  if (o.numa == "off") {
+    c.numa = gpufeed::numa_setting::off();
+  } else if (o.numa != "auto") {
+    c.numa = gpufeed::numa_setting::on_node(std::stoi(o.numa));
+  }
   c.workers = o.workers;
   c.prefetch = o.prefetch;
   c.chunk_records = o.chunk_records;
@@ -298,6 +360,9 @@ class runner {
     }
     r.decode = decode_json(s);
     r.time = time_json(s);
+    r.numa = {{"mode", s.numa.mode},           {"node", s.numa.node},
+              {"honoured", s.numa.honoured},   {"slot_node", s.numa.slot_node},
+              {"worker_node", s.numa.worker_node}, {"reason", s.numa.reason}};
     return r;
   }
 
@@ -385,7 +450,7 @@ nlohmann::json to_json(const case_result& r) {
           {"records", r.records},    {"batches", r.batches},   {"stall", r.stall},
           {"full_epoch", r.full_epoch}, {"mean_distinct_labels", r.mean_distinct},
           {"mean_label_entropy_bits", r.mean_entropy}, {"decode", r.decode},
-          {"time", r.time}};
+          {"time", r.time}, {"numa", r.numa}};
 }
 
 bool wants(const options& o, const char* c) {
@@ -411,6 +476,15 @@ int main(int argc, char** argv) {
                "keep decoded chunks across epochs (by default each epoch decodes its own)");
   app.add_flag("--json", o.json);
   app.add_option("--target", o.target)->check(CLI::IsMember({"cuda", "host"}));
+  app.add_option("--numa", o.numa, "loader_config::numa: auto, off or a node number")
+      ->check([](const std::string& v) {
+        if (v == "auto" || v == "off") return std::string();
+        return !v.empty() && v.find_first_not_of("0123456789") == std::string::npos
+                   ? std::string()
+                   : std::string("auto, off or a node number");
+      });
+  app.add_flag("--ranks-from-env", o.ranks_from_env,
+               "rank and world size from the launcher's environment");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -458,6 +532,23 @@ int main(int argc, char** argv) {
       case_result r;
       r.name = "dd";
       r.gb_per_s = dd_rate(o.files);
+      report(r);
+    }
+    if (wants(o, "read")) {
+      case_result r;
+      r.name = "read";
+      const auto t0 = clock_type::now();
+      r.gb_per_s = read_rate(o.files, o.workers, o.seconds);
+      r.seconds = since(t0);
+      report(r);
+    }
+    if (wants(o, "h2d")) {
+      if (!g) throw std::runtime_error("the h2d case needs a GPU");
+      case_result r;
+      r.name = "h2d";
+      const auto t0 = clock_type::now();
+      r.gb_per_s = g->pinned_h2d_gbps(std::size_t{16} << 20, 64);
+      r.seconds = since(t0);
       report(r);
     }
     if (wants(o, "decode1")) {

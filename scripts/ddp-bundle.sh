@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Developer tool: bundles examples/ddp_train (with its MPI plugin), examples/train_loop and a
-# relocatable copy of Debian's Open MPI into .gpu/ for the GPU machine, which has the NVIDIA
+# Developer tool: bundles examples/ddp_train (with its MPI plugin), examples/train_loop,
+# bench/compressed_bench, the gpufeed CLI and a relocatable copy of Debian's Open MPI into .gpu/
+# for the GPU machine, which has the NVIDIA
 # driver, CUDA, PyTorch's wheels (nvidia-nccl-cu13, nvidia-cublas) and mpi4py (whose wheels ship
-# no MPI library and no mpirun), but no Open MPI. Then, there: bash .gpu/gpu-ddp.sh [GPUS].
-#   cmake --build build -j2 --target ddp_train ddp_train_mpi train_loop
+# no MPI library and no mpirun), but no Open MPI. Then, there: bash .gpu/gpu-ddp.sh [GPUS]
+# and bash .gpu/gpu-delivery.sh [GPUS].
+#   cmake --build build -j2 --target ddp_train ddp_train_mpi train_loop compressed_bench gpufeed_cli
 #   scripts/ddp-bundle.sh [BUILD_DIR]      (from the main checkout: gpu-bundle.sh uses ../shared)
 # libnccl (~210 MB) and libcublas/libcublasLt (~600 MB) are too big to carry: gpu-ddp.sh finds
 # the GPU machine's own copies (gpu-libs.sh). Open MPI (~28 MB with its PMIx and the transports'
@@ -15,9 +17,11 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
 ddp=$build/examples/ddp_train
-bash "$root/scripts/gpu-bundle.sh" "$ddp/ddp_train" "$build/examples/train_loop"
+bash "$root/scripts/gpu-bundle.sh" "$ddp/ddp_train" "$build/examples/train_loop" \
+  "$build/bench/compressed_bench" "$build/tools/gpufeed"
 cp "$ddp/libddp_train_mpi.so" "$root/.gpu/bin/"
-cp "$root/scripts/gpu-ddp.sh" "$root/scripts/gpu-libs.sh" "$root/.gpu/"
+cp "$root/scripts/gpu-ddp.sh" "$root/scripts/gpu-delivery.sh" "$root/scripts/gpu-mpi.sh" \
+  "$root/scripts/gpu-libs.sh" "$root/.gpu/"
 rm -f "$root"/.gpu/lib/libnccl.so* "$root"/.gpu/lib/libcublas.so* "$root"/.gpu/lib/libcublasLt.so*
 # Open MPI, laid out under its own prefix as Debian installs it under /usr, and the PMIx it uses
 # (its own prefix, relocated by PMIX_INSTALL_PREFIX).

@@ -13,13 +13,7 @@ rm -rf "$out"
 mkdir -p "$out" "${OUT:-/tmp/gpufeed-out}"
 export LD_LIBRARY_PATH=$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 source "$here/gpu-libs.sh" || exit 1
-# NVLink multicast stays off on these machines (it can take shared GPUs out of service).
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-# The bundled Open MPI (ddp-bundle.sh), relocated by OPAL_PREFIX.
-mpi=$here/openmpi
-export OPAL_PREFIX=$mpi PMIX_INSTALL_PREFIX=$mpi/pmix2 PATH=$mpi/bin:$PATH
-export LD_LIBRARY_PATH=$(echo "$mpi"/lib/*/openmpi/lib):$mpi/pmix2/lib:$mpi/libs:$LD_LIBRARY_PATH
-export OMPI_MCA_btl_vader_single_copy_mechanism=none PMIX_MCA_mca_base_component_path=$mpi/pmix2/lib/pmix
+source "$here/gpu-mpi.sh"  # the bundled Open MPI; NVLink multicast off
 bin=$here/bin
 small=(--data /tmp/ddp-small --records 2400 --global-batch 24 --epochs 3 --check --workers 2)
 records=${DDP_RECORDS:-100000}  # the throughput runs' dataset (16 KiB records)
@@ -58,7 +52,6 @@ if [ "$gpus" -eq 1 ]; then
   note "ddp_train samples/s (last epoch, total): $(awk '$1 ~ /^[0-9]+$/ {v = $5} END {print v}' "$out/ddp-big.log")"
   note "train_loop samples/s (last epoch): $(awk '$1 ~ /^[0-9]+$/ && NF >= 5 {v = $2} END {print v}' "$out/train-loop.log")"
 else
-  mpirun_=(mpirun --allow-run-as-root --oversubscribe -np)
   run gpu1 "$bin/ddp_train" "${small[@]}" --comm self --target cuda --loss-log "$out/loss-gpu1.txt"
   run "gpu$gpus" "${mpirun_[@]}" "$gpus" "$bin/ddp_train" "${small[@]}" --target cuda \
     --loss-log "$out/loss-gpu$gpus.txt"
