@@ -43,8 +43,8 @@ nodes=$(cat /sys/devices/system/node/online 2>/dev/null || echo 0)
 far_ok=1
 for ((r = 0; r < gpus; r++)); do
   bus=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader -i "$r" | tr 'A-Z' 'a-z')
-  near=$(cat "/sys/bus/pci/devices/${bus#0000}/numa_node" 2>/dev/null ||
-         cat "/sys/bus/pci/devices/${bus:4}/numa_node" 2>/dev/null || echo -1)
+  # nvidia-smi's 8-digit PCI domain, sysfs's 4: 00000000:17:00.0 -> 0000:17:00.0
+  near=$(cat "/sys/bus/pci/devices/${bus:4}/numa_node" 2>/dev/null || echo -1)
   far=$(python3 -c 'import sys
 near, spec = int(sys.argv[1]), sys.argv[2]
 nodes = [n for part in spec.split(",") for n in (range(int(part.split("-")[0]), int(part.split("-")[-1]) + 1))]

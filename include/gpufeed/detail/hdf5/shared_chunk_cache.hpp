@@ -47,6 +47,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -303,7 +304,8 @@ class shared_chunk_cache {
     for (stripe& s : stripes_) {
       std::unique_lock lock(s.mutex);
       while (!s.spent.empty() || !s.open.empty()) {
-        spare_buffer b = evict_front(s, s.spent.empty() ? s.open : s.spent, keep_counted);
+        auto& list = s.spent.empty() ? s.open : s.spent;
+        spare_buffer b = evict(s, list, list.begin(), keep_counted);
         lock.unlock();
         take(std::move(b));
         lock.lock();
@@ -418,26 +420,18 @@ class shared_chunk_cache {
     e.listed = true;
   }
 
-  // Removes the first chunk of `list` (s.spent or s.open, not empty) and returns its buffer and
-  // size, to be freed or reused outside the lock; its bytes leave the held count unless
-  // keep_counted (a spare buffer). s.mutex held.
-  spare_buffer evict_front(stripe& s, std::list<std::uint64_t>& list,
-                           bool keep_counted = false) noexcept {
-    const auto it = s.table.find(list.front());
-    list.pop_front();
+  // Removes chunk `at` of `list` (s.spent or s.open) and returns its buffer and size, to be
+  // freed or reused outside the lock; its bytes leave the held count unless keep_counted (a
+  // spare buffer). s.mutex held.
+  spare_buffer evict(stripe& s, std::list<std::uint64_t>& list,
+                     std::list<std::uint64_t>::iterator at, bool keep_counted = false) noexcept {
+    const auto it = s.table.find(*at);
+    list.erase(at);
     listed_[&list == &s.spent ? 0 : 1].fetch_sub(1, std::memory_order_relaxed);
     if (!keep_counted) held_.fetch_sub(it->second.size, std::memory_order_acq_rel);
     spare_buffer b{it->second.size, std::move(it->second.bytes)};
     s.table.erase(it);
     return b;
-  }
-
-  // As evict_front, the last (most recently released) chunk of `list`. s.mutex held.
-  spare_buffer evict_newest(stripe& s, std::list<std::uint64_t>& list) noexcept {
-    list.splice(list.begin(), list, std::prev(list.end()));
-    const auto it = s.table.find(list.front());
-    it->second.at = list.begin();
-    return evict_front(s, list);
   }
 
   // Evicts one chunk: a spent one from any stripe, else (unless spent_only) an open one. Takes
@@ -468,7 +462,8 @@ class shared_chunk_cache {
       std::unique_lock lock(s.mutex);
       auto& list = which == 0 ? s.spent : s.open;
       if (list.empty()) continue;
-      spare_buffer victim = which == 0 ? evict_newest(s, list) : evict_front(s, list);
+      // Spent: the most recently released (its buffer is the warmest); open: the least.
+      spare_buffer victim = evict(s, list, which == 0 ? std::prev(list.end()) : list.begin());
       lock.unlock();
       if (!keep && victim.size == size) keep = std::move(victim.bytes);
       return true;  // victim, if not kept, is freed here, outside the lock

@@ -66,6 +66,7 @@ class window_read_ahead {
         const bool jumped = at.epoch != epoch_ || w != window_ + 1;
         epoch_ = at.epoch;
         window_ = w;
+        if (decode_) bounds_ = order_.window_bounds(at.epoch, w);
         if (advise_) {
           if (jumped) advise(at.epoch, w);
           if (!last) advise(at.epoch, w + 1);
@@ -85,7 +86,7 @@ class window_read_ahead {
       // This batch reaches fraction f of window w; decode ahead the slots of the next window up
       // to f of its units, from where the previous batch's share ended (a window entered by a
       // jump, e.g. a resume, starts from its first slot).
-      const auto [lo, hi] = order_.window_bounds(at.epoch, w);
+      const auto [lo, hi] = bounds_;
       const std::uint64_t round = std::uint64_t{order_.part().world} * order_.batch_size();
       const std::uint64_t reach = std::min(hi, at.position + round) - lo;
       const std::uint64_t units = window_units(a.window);
@@ -154,6 +155,7 @@ class window_read_ahead {
   std::uint64_t epochs_;  // loader_config::epochs (0: unbounded)
   bool advise_, decode_;
   std::uint64_t epoch_ = none, window_ = none;                // the window being planned
+  std::pair<std::uint64_t, std::uint64_t> bounds_;            // its positions (decode ahead)
   std::uint64_t ahead_epoch_ = none, ahead_window_ = none;    // the window decoded ahead
   std::uint64_t ahead_done_ = 0;                              // its slots handed out so far
   std::uint64_t windows_advised_ = 0;
