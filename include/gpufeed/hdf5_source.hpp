@@ -12,8 +12,8 @@
 //
 // Read paths (hdf5_shard_info::read_path says which one each shard takes, and why it falls back).
 // Debian's libhdf5 is built thread-safe, which means one global lock around every call: 8
-// threads calling H5Dread read slower (2.37 GB/s) than one (3.60 GB/s) on a 16-core H200 host,
-// while pread from the page cache scales to 74 GB/s. So HDF5 is used only at open time, to
+// threads calling H5Dread read slower than one, while pread from the page cache scales with
+// threads (docs/design.md, "HDF5: index at open, pread, own decode"). So HDF5 is used only at open time, to
 // build an index of byte extents (H5Dget_offset for contiguous data; for every chunk, one index
 // lookup through H5Dread_chunk with a capturing file driver, because 1.10.8's
 // H5Dget_chunk_info[_by_coord] scan all chunks per call — see detail/hdf5/index_driver.hpp);

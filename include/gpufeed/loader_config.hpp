@@ -72,8 +72,8 @@ struct loader_config {
   // block_shuffled, sources whose readers decode ahead (hdf5_source): each batch's tasks are
   // followed by its share of the next window's units to decode, so the next window is decoded
   // while this one is read and its first batches need no burst of decodes; the decoded-chunk
-  // cache then holds two windows. On by default (H200: workers' idle time 2-11 s -> 0.1 s per
-  // 5 s case, gzip +8-13 %; docs/design.md); false halves the cache for the same window.
+  // cache then holds two windows. On by default (it removes the workers' idle time at window
+  // starts: docs/design.md, "HDF5 compressed chunks"); false halves the cache for the same window.
   bool decode_ahead = true;
   std::optional<partition> part;          // nullopt: from the launcher's environment
   std::uint64_t epochs = 0;               // stop after this many epochs; 0 = never

@@ -228,7 +228,7 @@ class record_reader {
     // 16 KiB row over 64 chunks. Rows of the band held from the last record take no lock at
     // all (band_hold.hpp) — also rows of one chunk (pack's shards: 64 rows a chunk), whose two
     // lock round trips per record left 14 workers waiting for the cache's lock a quarter of
-    // their time in sequential order (H200, 2026-12-02).
+    // their time in sequential order (docs/design.md, "HDF5 compressed chunks").
     deferred_.clear();
     const bool rows = plan == &s.rows.plan;
     const std::uint64_t band = key_base + base;

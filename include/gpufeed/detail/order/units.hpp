@@ -73,8 +73,8 @@ namespace detail {
 // A storage block: 1 MiB of contiguous records. Requests of 1 MiB run an NVMe SSD at its
 // sequential rate (the per-request cost, ~10-20 us, is < 5 % of the ~300 us a 1 MiB transfer
 // takes at 3 GB/s) and match the kernel's usual request size limit (max_sectors_kb 512-1280),
-// while 16 KiB random reads ran at a third of the sequential rate on the H200 host's storage
-// (0.61 against 1.73 GB/s). Smaller blocks lose that; larger ones only coarsen the order.
+// while 16 KiB random reads ran at a third of the sequential rate (docs/design.md, "HDF5
+// compressed chunks", read-ahead). Smaller blocks lose that; larger ones only coarsen the order.
 inline constexpr std::size_t storage_block_bytes = std::size_t{1} << 20;
 
 // Records per storage block for records of `record_bytes` on average (at least 1).
