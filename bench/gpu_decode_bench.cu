@@ -5,8 +5,9 @@
 //
 // Data: float32 rows of a slow wave quantised to 1/256 (coarse: values in [0, 4), which LZ4
 // alone compresses; smooth: amplitude 100, which needs Bitshuffle first), in 1 MiB chunks,
-// written as the HDF5 plugins write them: LZ4 (32004) in 64 KiB and 16 KiB blocks, Bitshuffle +
-// LZ4 (32008, default 8 KiB blocks). The kernel's time is the median of --reps runs timed with
+// written as the HDF5 plugins write them: LZ4 (32004) in 64 KiB, 16 KiB and 1 MiB blocks,
+// Bitshuffle + LZ4 (32008, default 8 KiB blocks), deflate (1: one zlib stream a chunk, levels 4
+// and 1; no byte shuffle yet). The kernel's time is the median of --reps runs timed with
 // CUDA events; every case's output is compared with the input once.
 #include <cuda_runtime_api.h>
 
@@ -25,6 +26,7 @@
 #include "gpufeed/cuda/check.hpp"
 #include "gpufeed/cuda/detail/codec/unit_kernels.cuh"
 #include "gpufeed/cuda/device_buffer.hpp"
+#include "gpufeed/detail/codec/deflate.hpp"
 #include "gpufeed/detail/codec/lz4.hpp"
 
 namespace codec = gpufeed::detail::codec;
@@ -39,22 +41,27 @@ struct chunked {
   std::vector<std::size_t> chunk_at;    // where each chunk starts in src
   std::vector<codec::gpu_unit> units;
   std::uint32_t scratch = 0;
+  std::size_t chunk_bytes = 0;
 };
 
-constexpr std::size_t chunk_bytes = 1 << 20;
+constexpr std::size_t data_chunk = 1 << 20;  // the data is made in pieces of this size
 
-chunked make_case(const std::string& name, const bytes& data, int kind, std::size_t block) {
+chunked make_case(const std::string& name, const bytes& data, int kind, std::size_t block,
+                  std::size_t chunk_bytes) {
   chunked c;
   c.name = name;
+  c.chunk_bytes = chunk_bytes;
   for (std::size_t at = 0; at < data.size(); at += chunk_bytes) {
     const std::span<const std::uint8_t> part(data.data() + at, chunk_bytes);
-    const bytes chunk = kind == 0 ? gpufeed_test::lz4_filter_chunk(part, block)
-                                  : gpufeed_test::bitshuffle_chunk(part, 4, block, 2);
+    const bytes chunk = kind == 0   ? gpufeed_test::lz4_filter_chunk(part, block)
+                        : kind == 1 ? gpufeed_test::bitshuffle_chunk(part, 4, block, 2)
+                                    : gpufeed_test::zlib_compress(part, static_cast<int>(block));
+    const auto in = gpufeed_test::as_bytes(chunk);
     const codec::result r =
-        kind == 0 ? codec::plan_lz4_chunk(gpufeed_test::as_bytes(chunk), c.src.size(), at,
-                                          chunk_bytes, c.units)
-                  : codec::plan_bitshuffle_chunk(gpufeed_test::as_bytes(chunk), c.src.size(), at,
-                                                 chunk_bytes, 4, block, 2, c.units);
+        kind == 0   ? codec::plan_lz4_chunk(in, c.src.size(), at, chunk_bytes, c.units)
+        : kind == 1 ? codec::plan_bitshuffle_chunk(in, c.src.size(), at, chunk_bytes, 4, block, 2,
+                                                   c.units)
+                    : codec::plan_deflate_chunk(in, c.src.size(), at, chunk_bytes, c.units);
     if (!r.ok) {
       std::fprintf(stderr, "planning failed: %s\n", r.message.c_str());
       std::exit(1);
@@ -63,21 +70,23 @@ chunked make_case(const std::string& name, const bytes& data, int kind, std::siz
     c.src.insert(c.src.end(), chunk.begin(), chunk.end());
   }
   for (const auto& u : c.units)
-    if (u.kind == codec::gpu_unit_kind::bitshuffle_lz4) c.scratch = std::max(c.scratch, u.dst_size);
+    c.scratch = std::max(c.scratch, cd::unit_scratch_bytes(u));
   return c;
 }
 
 // Decodes chunks [first, last) of a case with the CPU filter decoders into `out`.
 void cpu_decode(const chunked& c, int kind, std::size_t first, std::size_t last, bytes& out) {
   codec::bitshuffle_decoder bs;
+  codec::deflate_decoder inflater;
   for (std::size_t i = first; i < last; ++i) {
     const std::size_t end = i + 1 < c.chunk_at.size() ? c.chunk_at[i + 1] : c.src.size();
     const std::span<const std::byte> in(reinterpret_cast<const std::byte*>(c.src.data()) + c.chunk_at[i],
                                         end - c.chunk_at[i]);
-    const std::span<std::byte> dst(reinterpret_cast<std::byte*>(out.data()) + i * chunk_bytes,
-                                   chunk_bytes);
-    const codec::result r = kind == 0 ? codec::lz4_filter_decode(in, dst)
-                                      : bs.decode(in, dst, 4, 0, 2);
+    const std::span<std::byte> dst(reinterpret_cast<std::byte*>(out.data()) + i * c.chunk_bytes,
+                                   c.chunk_bytes);
+    const codec::result r = kind == 0   ? codec::lz4_filter_decode(in, dst)
+                            : kind == 1 ? bs.decode(in, dst, 4, 0, 2)
+                                        : inflater.decode(in, dst);
     if (!r.ok) {
       std::fprintf(stderr, "CPU decode failed: %s\n", r.message.c_str());
       std::exit(1);
@@ -114,18 +123,20 @@ int main(int argc, char** argv) {
   const std::size_t total = mib << 20;
   std::mt19937_64 rng(1);
   bytes data(total);
-  for (std::size_t at = 0; at < total; at += chunk_bytes) {
-    const bytes part = gpufeed_test::make_bytes(data_pattern, chunk_bytes, rng);
-    std::memcpy(data.data() + at, part.data(), chunk_bytes);
+  for (std::size_t at = 0; at < total; at += data_chunk) {
+    const bytes part = gpufeed_test::make_bytes(data_pattern, data_chunk, rng);
+    std::memcpy(data.data() + at, part.data(), data_chunk);
   }
   const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   std::printf("%-22s %8s %7s %10s %10s %10s %10s %10s\n", "case", "units", "ratio", "gpu GB/s",
               "gpu in", "cpu 1 thr", "cpu all", "gpu/cpuall");
-  const struct { const char* name; int kind; std::size_t block; } cases[] = {
-      {"lz4 64KiB blocks", 0, 65536}, {"lz4 16KiB blocks", 0, 16384},
-      {"lz4 1MiB blocks", 0, 1 << 20}, {"bitshuffle-lz4 8KiB", 1, 2048}};
+  // Deflate chunks of 128 KiB: what h5py's automatic chunks give 16 KiB rows.
+  const struct { const char* name; int kind; std::size_t block, chunk; } cases[] = {
+      {"lz4 64KiB blocks", 0, 65536, 1 << 20}, {"lz4 16KiB blocks", 0, 16384, 1 << 20},
+      {"lz4 1MiB blocks", 0, 1 << 20, 1 << 20}, {"bitshuffle-lz4 8KiB", 1, 2048, 1 << 20},
+      {"deflate L4, 128KiB", 2, 4, 128 << 10}, {"deflate L1, 128KiB", 2, 1, 128 << 10}};
   for (const auto& k : cases) {
-    const chunked c = make_case(k.name, data, k.kind, k.block);
+    const chunked c = make_case(k.name, data, k.kind, k.block, k.chunk);
     gpufeed::cuda::device_buffer d_src(c.src.size()), d_dst(total),
         d_units(c.units.size() * sizeof(codec::gpu_unit)), d_status(c.units.size() * 4);
     GPUFEED_CUDA_TRY(cudaMemcpy(d_src.data(), c.src.data(), c.src.size(), cudaMemcpyHostToDevice));

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <lz4.h>
+#include <zlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -75,6 +77,16 @@ inline bytes lz4_compress(std::span<const std::uint8_t> in) {
   return out;
 }
 
+// A zlib stream of `in` at `level` (HDF5's deflate filter writes one per chunk).
+inline bytes zlib_compress(std::span<const std::uint8_t> in, int level) {
+  uLongf n = compressBound(static_cast<uLong>(in.size()));
+  bytes out(n);
+  if (compress2(out.data(), &n, in.data(), static_cast<uLong>(in.size()), level) != Z_OK)
+    throw std::runtime_error("compress2 failed");
+  out.resize(n);
+  return out;
+}
+
 inline void put_be(bytes& out, std::uint64_t v, int n) {
   for (int i = n - 1; i >= 0; --i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
 }
@@ -137,7 +149,8 @@ inline std::vector<gpufeed::cuda::detail::unit_status> host_decode_units(
   gpufeed::cuda::detail::emulated_unit_warp warp;
   std::vector<gpufeed::cuda::detail::unit_status> status;
   for (const auto& u : units) {
-    bytes scratch(u.dst_size);  // exactly the unit's size: a write past it is a sanitizer report
+    // Exactly what the unit may use: a write past it is a sanitizer report.
+    bytes scratch(std::max<std::uint32_t>(gpufeed::cuda::detail::unit_scratch_bytes(u), 1));
     status.push_back(gpufeed::cuda::detail::decode_unit(src.data(), dst.data(), u,
                                                         scratch.data(), warp));
   }

@@ -38,7 +38,7 @@ device_result run_on_gpu(const bytes& src, std::size_t dst_size,
   GPUFEED_CUDA_TRY(cudaMemset(d_status.data(), 0xFF, units.size() * 4 + 4));
   std::uint32_t scratch = 0;
   for (const auto& u : units)
-    if (u.kind == codec::gpu_unit_kind::bitshuffle_lz4) scratch = std::max(scratch, u.dst_size);
+    scratch = std::max(scratch, cd::unit_scratch_bytes(u));
   cd::launch_decode_units(d_src.as<std::uint8_t>(), d_dst.as<std::uint8_t>(),
                           d_units.as<codec::gpu_unit>(), static_cast<std::uint32_t>(units.size()),
                           scratch, d_status.as<std::uint32_t>(), nullptr);
@@ -56,17 +56,21 @@ device_result run_on_gpu(const bytes& src, std::size_t dst_size,
 
 }  // namespace
 
-TEST_CASE("a batch of LZ4 and Bitshuffle chunks decodes on the GPU byte for byte as on the CPU") {
+TEST_CASE("a batch of LZ4, Bitshuffle and deflate chunks decodes on the GPU as on the CPU") {
   std::mt19937_64 rng(11);
   bytes src, expect;
   std::vector<codec::gpu_unit> units;
-  int lz4_chunks = 0, bitshuffle_chunks = 0;
-  for (int c = 0; c < 96; ++c) {
-    const pattern p = static_cast<pattern>(c % 4);
+  int lz4_chunks = 0, bitshuffle_chunks = 0, deflate_chunks = 0;
+  for (int c = 0; c < 128; ++c) {
+    const pattern p = static_cast<pattern>(c % 5);
     const std::size_t n = 4 * (1000 + rng() % 70000);
     const bytes data = make_bytes(p, n, rng);
     bytes chunk;
-    if (c % 3 == 2) {
+    if (c >= 96) {
+      chunk = zlib_compress(data, c % 10);
+      REQUIRE(codec::plan_deflate_chunk(as_bytes(chunk), src.size(), expect.size(), n, units).ok);
+      ++deflate_chunks;
+    } else if (c % 3 == 2) {
       chunk = bitshuffle_chunk(data, 4, c % 2 ? 2048 : 512, c % 6 == 2 ? 0 : 2);
       REQUIRE(codec::plan_bitshuffle_chunk(as_bytes(chunk), src.size(), expect.size(), n, 4,
                                            c % 2 ? 2048 : 512, c % 6 == 2 ? 0 : 2, units)
@@ -88,24 +92,27 @@ TEST_CASE("a batch of LZ4 and Bitshuffle chunks decodes on the GPU byte for byte
   CHECK(r.dst == expect);
   CHECK(lz4_chunks == 64);
   CHECK(bitshuffle_chunks == 32);
+  CHECK(deflate_chunks == 32);
 }
 
-TEST_CASE("corrupted and random units: the GPU's statuses and bytes equal the emulated warp's") {
+TEST_CASE("corrupted and random LZ4 and deflate units: the GPU's statuses and bytes equal the emulated warp's") {
   std::mt19937_64 rng(12);
   bytes src;
   std::vector<codec::gpu_unit> units;
   std::uint64_t dst_at = 0;
   for (int i = 0; i < 20000; ++i) {
     const std::size_t n = 1 + rng() % 5000;
-    bytes z = lz4_compress(make_bytes(static_cast<pattern>(rng() % 4), n, rng));
+    const bool deflate = i % 2 == 1;
+    const bytes data = make_bytes(static_cast<pattern>(rng() % 5), n, rng);
+    bytes z = deflate ? zlib_compress(data, static_cast<int>(rng() % 10)) : lz4_compress(data);
     switch (rng() % 4) {
       case 0: z[rng() % z.size()] ^= static_cast<std::uint8_t>(1 + rng() % 255); break;
-      case 1: z.resize(rng() % z.size()); break;
+      case 1: z.resize(std::max<std::size_t>(1, rng() % z.size())); break;
       case 2: for (auto& b : z) b = static_cast<std::uint8_t>(rng()); break;
       default: break;
     }
     codec::gpu_unit u;
-    u.kind = codec::gpu_unit_kind::lz4_block;
+    u.kind = deflate ? codec::gpu_unit_kind::deflate : codec::gpu_unit_kind::lz4_block;
     u.src = src.size();
     u.src_size = static_cast<std::uint32_t>(z.size());
     u.dst = dst_at;

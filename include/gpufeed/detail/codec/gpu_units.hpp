@@ -22,6 +22,7 @@ enum class gpu_unit_kind : std::uint32_t {
   stored = 1,          // dst_size bytes copied as they are (src_size == dst_size)
   bitshuffle = 2,      // a Bitshuffle block stored uncompressed, bits to untranspose
   bitshuffle_lz4 = 3,  // a Bitshuffle block in one LZ4 block, decoded then untransposed
+  deflate = 4,         // one zlib stream (the deflate filter's chunk), inflated and Adler-checked
 };
 
 struct gpu_unit {
@@ -74,6 +75,24 @@ inline result plan_lz4_chunk(std::span<const std::byte> src, std::uint64_t src_b
     at += c;
     out += want;
   }
+  return {};
+}
+
+// The one unit of a deflate-filter chunk: its whole zlib stream (bytes after the stream's end
+// are ignored, as by the CPU decoder). Inflating is serial within a stream, so a chunk is one
+// unit: the GPU's parallelism is across chunks.
+inline result plan_deflate_chunk(std::span<const std::byte> src, std::uint64_t src_base,
+                                 std::uint64_t dst_base, std::uint64_t decoded,
+                                 std::vector<gpu_unit>& units) {
+  if (src.size() > 0xffffffffu || decoded > 0xffffffffu)
+    return failed("deflate filter", "a chunk of 4 GiB or more has no GPU decoder");
+  gpu_unit u;
+  u.src = src_base;
+  u.dst = dst_base;
+  u.src_size = static_cast<std::uint32_t>(src.size());
+  u.dst_size = static_cast<std::uint32_t>(decoded);
+  u.kind = gpu_unit_kind::deflate;
+  units.push_back(u);
   return {};
 }
 

@@ -38,6 +38,8 @@ enum class unit_status : std::uint32_t {
   bad_end = 4,        // LZ4's end rules broken (the last 5 bytes are literals, see above)
   short_output = 5,   // the input ends before the unit's decoded size is reached
   unsupported = 6,    // a unit this kernel does not take (the planner should not send it)
+  // 10-17: a zlib stream's inflate_status (inflate.hpp): header, block, code, truncated, too
+  // long, distance too far, short, Adler-32.
 };
 
 inline const char* to_string(unit_status s) noexcept {
@@ -49,6 +51,16 @@ inline const char* to_string(unit_status s) noexcept {
     case unit_status::bad_end: return "the LZ4 block breaks the format's end rules";
     case unit_status::short_output: return "the LZ4 block decodes to fewer bytes than its size";
     case unit_status::unsupported: return "a unit the GPU decoder does not take";
+  }
+  switch (static_cast<std::uint32_t>(s)) {
+    case 10: return "the zlib header is not valid";
+    case 11: return "a deflate block type or header is not valid";
+    case 12: return "a deflate Huffman code is not valid";
+    case 13: return "the deflate stream is truncated";
+    case 14: return "the deflate stream decodes past its size";
+    case 15: return "a deflate distance points before the stream";
+    case 16: return "the deflate stream decodes to fewer bytes than its size";
+    case 17: return "the Adler-32 of the deflate stream does not match";
   }
   return "unknown status";
 }

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "gpufeed/cuda/detail/codec/inflate.hpp"
 #include "gpufeed/cuda/detail/codec/lz4_block.hpp"
 #include "gpufeed/detail/codec/gpu_units.hpp"
 
@@ -35,9 +36,19 @@ GPUFEED_HOST_DEVICE inline void lane_untranspose(const std::uint8_t* rows, std::
   }
 }
 
+// Shared memory a unit needs while it decodes: a compressed Bitshuffle block its decoded bytes,
+// a zlib stream its Huffman tables; other units none.
+GPUFEED_HOST_DEVICE inline std::uint32_t unit_scratch_bytes(
+    const gpufeed::detail::codec::gpu_unit& u) {
+  using gpufeed::detail::codec::gpu_unit_kind;
+  if (u.kind == gpu_unit_kind::bitshuffle_lz4) return u.dst_size;
+  if (u.kind == gpu_unit_kind::deflate) return static_cast<std::uint32_t>(sizeof(inflate_tables));
+  return 0;
+}
+
 // Decodes unit `u` from the compressed buffer `src` into the decoded buffer `dst`. `scratch`
-// holds at least u.dst_size bytes for a compressed Bitshuffle block (shared memory on the GPU).
-// The group (lz4_block.hpp) also has `untranspose(rows, out, n, e)`.
+// holds unit_scratch_bytes(u) bytes, 16-byte aligned (shared memory on the GPU). The group is
+// inflate.hpp's, with `untranspose(rows, out, n, e)` besides.
 #if defined(__CUDACC__)
 #pragma nv_exec_check_disable
 #endif
@@ -56,6 +67,11 @@ GPUFEED_HOST_DEVICE unit_status decode_unit(const std::uint8_t* src, std::uint8_
       return unit_status::ok;
     case gpu_unit_kind::lz4_block:
       return lz4_decode_block(in, u.src_size, out, u.dst_size, group);
+    case gpu_unit_kind::deflate: {
+      const inflate_status s = inflate_zlib(in, u.src_size, out, u.dst_size,
+                                            *reinterpret_cast<inflate_tables*>(scratch), group);
+      return s == inflate_status::ok ? unit_status::ok : static_cast<unit_status>(s);
+    }
     case gpu_unit_kind::bitshuffle:
     case gpu_unit_kind::bitshuffle_lz4: {
       const std::uint32_t e = u.element_size;
@@ -78,7 +94,7 @@ GPUFEED_HOST_DEVICE unit_status decode_unit(const std::uint8_t* src, std::uint8_
 }
 
 // The host's stand-in for a warp, with the untranspose (see emulated_warp).
-struct emulated_unit_warp : emulated_warp {
+struct emulated_unit_warp : emulated_inflate_warp {
   void untranspose(const std::uint8_t* rows, std::uint8_t* out, std::uint32_t n,
                    std::uint32_t e) const noexcept {
     for (unsigned l = 0; l < width; ++l) lane_untranspose(rows, out, n, e, l, width);

@@ -28,6 +28,20 @@ struct device_warp {
                               std::uint32_t e) const {
     lane_untranspose(rows, out, n, e, lane, 32);
   }
+  template <class F>
+  __device__ void one(F&& f) const {
+    if (lane == 0) f();
+  }
+  __device__ bool first(bool v) const { return __shfl_sync(0xffffffffu, v, 0) != 0; }
+  __device__ std::uint32_t adler(const std::uint8_t* data, std::uint32_t n) const {
+    const adler_part p = lane_adler(data, n, lane, 32);
+    std::uint32_t a = p.a, w = p.w;  // each < 65521: 32 of them fit
+    for (int d = 16; d > 0; d /= 2) {
+      a += __shfl_xor_sync(0xffffffffu, a, d);
+      w += __shfl_xor_sync(0xffffffffu, w, d);
+    }
+    return adler_from(a, w, n);
+  }
 };
 
 // Warps of one block stride over the units; each warp has `scratch_bytes` of the block's dynamic
@@ -44,17 +58,14 @@ __global__ void decode_units_kernel(const std::uint8_t* src, std::uint8_t* dst,
        i += static_cast<std::uint64_t>(gridDim.x) * warps) {
     const gpufeed::detail::codec::gpu_unit u = units[i];
     unit_status s = unit_status::unsupported;
-    if (!(u.kind == gpufeed::detail::codec::gpu_unit_kind::bitshuffle_lz4 &&
-          u.dst_size > scratch_bytes))
-      s = decode_unit(src, dst, u, scratch, group);
+    if (unit_scratch_bytes(u) <= scratch_bytes) s = decode_unit(src, dst, u, scratch, group);
     if (group.lane == 0) status[i] = static_cast<std::uint32_t>(s);
   }
 }
 
 // Decodes `count` units on `stream`: compressed bytes at `src`, decoded ones to `dst`, the units'
-// list and one status word per unit in device memory. `largest_scratch`: the largest dst_size
-// of the launch's compressed Bitshuffle units (0 when there are none); at most
-// gpu_unit_max_bytes.
+// list and one status word per unit in device memory. `largest_scratch`: the largest
+// unit_scratch_bytes of the launch's units (0 when none needs any); at most gpu_unit_max_bytes.
 inline void launch_decode_units(const std::uint8_t* src, std::uint8_t* dst,
                                 const gpufeed::detail::codec::gpu_unit* units,
                                 std::uint32_t count, std::uint32_t largest_scratch,
