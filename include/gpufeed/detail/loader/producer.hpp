@@ -156,9 +156,9 @@ class producer {
         c.idle_ns.fetch_add(s_.meter.since_consumer_start_ns(t0), std::memory_order_relaxed);
         if (!task) return;
       }
-      if (task->slot == decode_ahead_task) {
+      if (task->slot == decode_ahead_task) {  // skipped, and cut short, once stop is requested
         const auto t0 = steady::now();
-        read_ahead_.decode_ahead(reader, task->epoch, task->window, task->begin, task->end);
+        read_ahead_.decode_ahead(reader, task->epoch, task->window, task->begin, task->end, st);
         c.read_ns.fetch_add(since_ns(t0), std::memory_order_relaxed);
         continue;
       }
