@@ -102,7 +102,8 @@
 namespace gpufeed {
 
 // Models gpufeed::source, labeled_source, fixed_size_aware_source, reader_source,
-// decode_unit_source, read_planning_source, read_ahead_source and decode_stats_source. Move-only;
+// decode_unit_source, read_planning_source, read_ahead_source, decode_stats_source and
+// file_naming_source. Move-only;
 // readers refer to the source, which must outlive them.
 class hdf5_source {
  public:
@@ -276,6 +277,13 @@ class hdf5_source {
     d.records = st.first[k + 1] - st.first[k];
     d.opened = false;
     return d;
+  }
+
+  // Models file_naming_source: the shard holding record i, as given, without opening it.
+  // config_error when i is out of range.
+  [[nodiscard]] const std::filesystem::path& file_of(std::uint64_t i) const {
+    const auto& st = state();
+    return st.slots[st.locate(i)]->path;
   }
 
   // Shards opened so far (1 after construction with lazy opening, every one with eager).

@@ -310,4 +310,36 @@ TEST_CASE("LZ4 chunks of several 64 KiB blocks: hdf5_source and h5py read the in
     return;
   }
   CHECK_MESSAGE(rc == 0, "h5py read other bytes from LZ4 chunks of several blocks");
+
+TEST_CASE("repack_hdf5 keeps float16 float16: h5py and hdf5_source read the source's bytes") {
+  gpufeed::test::temp_dir dir("pkf16");
+  const fs::path file = dir / "half.h5";
+  const int made = h5py_check("make-f16 " + q(file) + " 50 12");
+  if (made == 77) {
+    std::cerr << "test_pack_codecs: float16 case skipped (needs python3-h5py)\n";
+    return;
+  }
+  REQUIRE(made == 0);
+  hdf5_options keep;
+  keep.keep_float16 = true;
+  const hdf5_source half(file, keep);
+  REQUIRE(half.fixed_record_size() == 12 * 2);  // as stored, on a pread path
+  CHECK(half.shards().front().read_path != hdf5_read_path::h5dread_fallback);
+  CHECK(hdf5_source(file).fixed_record_size() == 12 * 4);  // by default: H5Dread's float32
+  const auto rows = gpufeed::test::read_all_records(half);
+  for (const char* spec : {"none", "zstd"}) {
+    CAPTURE(spec);
+    pack_options o;
+    o.compression = parse_compression(spec);
+    o.shuffle = false;
+    o.verify = true;
+    const fs::path out = dir / (std::string("r-") + spec);
+    const pack_result r = repack_hdf5({file, "data", ""}, out, o);
+    const hdf5_source got(r.shards, keep);
+    CHECK(got.shards().front().dtype == "float16");
+    CHECK(gpufeed::test::read_all_records(got) == rows);
+    // h5py: the repacked rows have the source's dtype (float16) and bytes.
+    const int rc = h5py_check("rows " + q(out) + " " + q(file) + " data");
+    CHECK((rc == 0 || rc == 77));
+  }
 }

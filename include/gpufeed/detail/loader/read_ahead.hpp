@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <stop_token>
 #include <utility>
 #include <vector>
 
@@ -109,11 +110,12 @@ class window_read_ahead {
   }
 
   // Decodes ahead slots [first, end) of window w of `epoch` with the worker's reader. The units
-  // are listed first and decoded after: the order's lock is not held while chunks decode.
-  // Never throws.
+  // are listed first and decoded after: the order's lock is not held while chunks decode. Once
+  // `stop` is requested (the loader is being destroyed) no further unit starts: work for a
+  // window nobody will read must not hold up the destructor. Never throws.
   template <class Reader>
   void decode_ahead(Reader& r, std::uint64_t epoch, std::uint64_t w, std::uint64_t first,
-                    std::uint64_t end) const noexcept {
+                    std::uint64_t end, const std::stop_token& stop = {}) const noexcept {
     if constexpr (decode_ahead_reader<Reader>) {
       try {
         std::vector<std::uint64_t> units;
@@ -124,11 +126,14 @@ class window_read_ahead {
           ++n;
         });
         const record_units& u = order_.units();
-        for (const std::uint64_t unit : units) r.decode_ahead(u.begin(unit), u.end(unit) - u.begin(unit));
+        for (const std::uint64_t unit : units) {
+          if (stop.stop_requested()) return;
+          r.decode_ahead(u.begin(unit), u.end(unit) - u.begin(unit));
+        }
       } catch (...) {
       }
     } else {
-      (void)r, (void)epoch, (void)w, (void)first, (void)end;
+      (void)r, (void)epoch, (void)w, (void)first, (void)end, (void)stop;
     }
   }
 
