@@ -12,6 +12,7 @@
 
 #include "gpufeed/numa.hpp"
 #include "gpufeed/record_transform.hpp"
+#include "gpufeed/sample_order.hpp"
 #include "gpufeed/sampler.hpp"
 #include "gpufeed/target.hpp"
 
