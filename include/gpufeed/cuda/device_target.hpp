@@ -213,8 +213,6 @@ class device_engine final : public transfer_engine, public engine_probe {
   }
   void range_pop() noexcept override { nvtxDomainRangePop(detail::nvtx_domain()); }
 
-  [[nodiscard]] stream_handle stream_at(std::size_t s) const noexcept { return streams_[s].get(); }
-
  private:
   struct device_slot {
     device_buffer buffer, output;

@@ -72,7 +72,6 @@ class window_read_ahead {
           if (jumped) advise(at.epoch, w);
           if (!last) advise(at.epoch, w + 1);
         }
-        ++windows_advised_;
       }
       if (!decode_) return std::nullopt;
       ahead_share a;
@@ -137,9 +136,6 @@ class window_read_ahead {
     }
   }
 
-  // Windows entered so far (tests).
-  [[nodiscard]] std::uint64_t windows_entered() const noexcept { return windows_advised_; }
-
  private:
   // Units in window w (the last window of an epoch may be short).
   [[nodiscard]] std::uint64_t window_units(std::uint64_t w) const noexcept {
@@ -163,7 +159,6 @@ class window_read_ahead {
   std::pair<std::uint64_t, std::uint64_t> bounds_;            // its positions (decode ahead)
   std::uint64_t ahead_epoch_ = none, ahead_window_ = none;    // the window decoded ahead
   std::uint64_t ahead_done_ = 0;                              // its slots handed out so far
-  std::uint64_t windows_advised_ = 0;
 };
 
 }  // namespace gpufeed::detail
