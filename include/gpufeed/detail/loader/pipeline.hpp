@@ -79,7 +79,7 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
     const auto t0 = steady::now();
     std::optional<ready_queue::taken> t = state_.ready.take();
     if (!t) return std::nullopt;
-    state_.credits.push(0);  // the planner may run one batch further ahead
+    state_.slots.return_credit();  // the planner may run one batch further ahead
     ready_entry& e = t->entry;
     const std::uint64_t waited = since_ns(t0);
     state_.meter.delivered(e.meta.records, e.meta.data_bytes, waited, t->ready_now);
@@ -164,14 +164,14 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
     for (std::size_t w = 0; w < state_.setup.config.workers; ++w)
       threads_.spawn([this, w](std::stop_token st) {
         state_.numa.bind_thread();
-        producer_.work_loop(st, w);
+        producer_.work_loop(st, worker_id(w));
       });
   }
 
   void give_back(std::size_t d, stream_handle consumer) noexcept {
     state_.engine->release(d, consumer);
-    state_.free_target.try_push(d);  // never full: every slot index is in at most one place
-    state_.staging_returned();
+    state_.slots.return_target(d);
+    state_.slots.staging_may_return();  // in place: the batch's staging slot is reclaimable
   }
 
   // The consumer's stream waits for the batch; the batch leases target slot e.slot.

@@ -9,8 +9,9 @@
 //             target slot and hands the batch to the engine (one copy() and complete() per
 //             batch: one H2D copy on a device, nothing on the host target), then puts it on the
 //             ready queue.
-// Staging slots come back through the engine's reclaim(), which the planner polls: an event
-// query per copy in flight, never a wait, so no thread blocks on the device in steady state.
+// Every slot and credit is taken and returned through the slot ledger (slot_ledger.hpp); staging
+// slots come back through the engine's reclaim(), which the planner polls: an event query per
+// copy in flight, never a wait, so no thread blocks on the device in steady state.
 #pragma once
 
 #include <algorithm>
@@ -21,7 +22,6 @@
 #include <optional>
 #include <span>
 #include <stop_token>
-#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -68,8 +68,10 @@ class producer {
       }
       const auto t0 = steady::now();
       const std::int64_t w0 = s_.timeline.now();
-      if (!s_.credits.pop(st)) return;
-      auto s = acquire_staging(st);
+      if (!s_.slots.take_credit(st)) return;
+      auto s = s_.slots.take_staging(
+          st, s_.engine->delivers_in_place(),
+          [this](std::vector<std::size_t>& done) { s_.engine->reclaim(done); });
       if (!s) return;
       s_.meter.planner_waited(since_ns(t0));
       const std::int64_t w1 = s_.timeline.now();
@@ -128,7 +130,7 @@ class producer {
   // outside its records' reads and transforms (which the error policy handles) fails that task's
   // batch; a worker that cannot start (its reader cannot be made) fails every batch task it takes
   // with that error, so the consumer receives it instead of waiting for ever.
-  void work_loop(std::stop_token st, std::size_t w) {
+  void work_loop(std::stop_token st, worker_id w) {
     std::exception_ptr broken;
     try {
       run_tasks(st, w);
@@ -141,11 +143,12 @@ class producer {
   }
 
  private:
-  void run_tasks(std::stop_token st, std::size_t w) {
+  void run_tasks(std::stop_token st, worker_id w) {
     auto reader = make_reader(source_);
     record_stage<Source> stage(source_, s_.setup);
     std::vector<std::size_t> late;  // a task's positions whose reads were deferred
     worker_counters& c = s_.meter.worker(w);
+    trace_track* track = s_.timeline.worker(w);
     c.tid.store(static_cast<long>(::gettid()));
     for (;;) {
       auto task = s_.work.try_pop();
@@ -163,7 +166,7 @@ class producer {
         continue;
       }
       try {
-        run_task(reader, stage, *task, w, late, c);
+        run_task(reader, stage, *task, w, late, c, track);
       } catch (...) {
         task_failed(*task, std::current_exception(), st);
         continue;
@@ -175,8 +178,8 @@ class producer {
 
   // Reads (and transforms) task t's records into its staging slot.
   template <class Reader>
-  void run_task(Reader& reader, record_stage<Source>& stage, const chunk_task& t, std::size_t w,
-                std::vector<std::size_t>& late, worker_counters& c) {
+  void run_task(Reader& reader, record_stage<Source>& stage, const chunk_task& t, worker_id w,
+                std::vector<std::size_t>& late, worker_counters& c, trace_track* track) {
     const slot_layout l = s_.setup.layout();
     staging_slot& slot = s_.staging[t.slot];
     const bool transform = static_cast<bool>(s_.setup.config.per_record);
@@ -188,13 +191,13 @@ class producer {
     } else {
       probe_range range(s_.engine->probe(), "gpufeed read");
       const std::size_t* order = s_.setup.sorted_tasks ? slot.read_order.data() : nullptr;
-      bytes = read_records(reader, slot, l, t.begin, t.end, order, w, s_.setup.config.workers,
-                           late, failures);
+      bytes = read_records(reader, slot, l, t.begin, t.end, order, w.value,
+                           s_.setup.config.workers, late, failures);
     }
     const std::uint64_t wall = since_ns(t0);
     c.read_ns.fetch_add(wall, std::memory_order_relaxed);
     if (transform) c.transform_ns.fetch_add(transform_ns, std::memory_order_relaxed);
-    s_.timeline.add_ending_now(w, transform ? "read + transform" : "read", wall,
+    s_.timeline.add_ending_now(track, transform ? "read + transform" : "read", wall,
                                slot.meta.sequence);
     c.records.fetch_add(t.end - t.begin, std::memory_order_relaxed);
     c.bytes.fetch_add(bytes, std::memory_order_relaxed);
@@ -213,37 +216,6 @@ class producer {
       slot.error = std::current_exception();
     }
     if (slot.pending.fetch_sub(1, std::memory_order_acq_rel) == 1) finish(t.slot, st);
-  }
-
-  // A free staging slot. Slots come back through the engine's reclaim() (an event query per
-  // copy in flight on a device, never a wait); between polls the planner yields first, so a slot
-  // freed microseconds later is taken at once, then waits 20 us, or, for an engine that
-  // delivers in place, until a batch is released.
-  std::optional<std::size_t> acquire_staging(std::stop_token st) {
-    const bool in_place = s_.engine->delivers_in_place();
-    for (unsigned idle = 0;; ++idle) {
-      if (auto s = s_.free_staging.try_pop()) return s;
-      std::uint64_t seen;
-      {
-        std::lock_guard lock(s_.return_mutex);
-        seen = s_.returns;
-      }
-      reclaimed_.clear();
-      s_.engine->reclaim(reclaimed_);
-      for (std::size_t t : reclaimed_) s_.free_staging.try_push(t);
-      if (!reclaimed_.empty()) continue;
-      if (st.stop_requested()) return std::nullopt;
-      if (idle < 64) {
-        std::this_thread::yield();
-        continue;
-      }
-      std::unique_lock lock(s_.return_mutex);
-      const auto returned = [&] { return s_.returns != seen; };
-      if (in_place)
-        s_.return_cv.wait(lock, st, returned);
-      else
-        s_.return_cv.wait_for(lock, st, std::chrono::microseconds(20), returned);
-    }
   }
 
   // sorted_tasks: the batch's positions in record order, so that each task (a range of them)
@@ -292,7 +264,7 @@ class producer {
     bool copy_queued = false;
     if (!e.error) {
       try {
-        auto d = s_.free_target.pop(st);
+        auto d = s_.slots.take_target(st);
         if (!d) return;
         e.slot = *d;
         e.has_slot = true;
@@ -304,13 +276,13 @@ class producer {
     if (e.error) {
       e.meta.records = e.meta.data_bytes = 0;
       if (e.has_slot) {
-        s_.free_target.try_push(e.slot);  // complete() left it safe to refill
+        s_.slots.return_target(e.slot);  // complete() left it safe to refill
         e.has_slot = false;
       }
       if (copy_queued)
-        s_.staging_returned();  // reclaim() returns it: wake a planner waiting for a release
+        s_.slots.staging_may_return();  // reclaim() returns it: wake a planner waiting on a release
       else
-        s_.give_back_staging(s);
+        s_.slots.return_staging(s);
     }
     s_.ready.put(std::move(e));
   }
@@ -332,7 +304,6 @@ class producer {
 
   const Source& source_;
   loader_state& s_;
-  std::vector<std::size_t> reclaimed_;  // planner only: tokens reclaim() returned
   std::vector<chunk_task> tasks_;       // planner only: a batch's tasks before hand-off
   window_read_ahead<Source> read_ahead_;  // planner; workers call its const decode_ahead()
 };

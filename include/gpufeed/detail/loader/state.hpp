@@ -1,24 +1,19 @@
 // gpufeed::detail — what the loader's planner, workers and consumer share: the resolved setup,
-// the engine, the slots and the queues between them.
-//
-// Slot accounting: target slots = prefetch + max_held; staging slots = prefetch, plus max_held
-// when the engine delivers in place (the consumer then holds staging slots). The window bounds
-// undelivered batches by `prefetch` (credits) and next() refuses to exceed max_held, so a batch
-// that completes always finds a free target slot: no deadlock whatever order chunks complete in.
+// the engine, the slots, the slot ledger (slot_ledger.hpp: every acquire and return of a staging
+// slot, target slot or window credit, and the invariant that keeps them deadlock-free) and the
+// work queue.
 #pragma once
 
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <memory_resource>
-#include <mutex>
-#include <stop_token>
 #include <vector>
 
 #include "gpufeed/bounded_queue.hpp"
 #include "gpufeed/detail/loader/config.hpp"
 #include "gpufeed/detail/loader/delivery.hpp"
+#include "gpufeed/detail/loader/slot_ledger.hpp"
 #include "gpufeed/detail/loader/telemetry.hpp"
 #include "gpufeed/detail/loader/trace.hpp"
 #include "gpufeed/detail/loader/types.hpp"
@@ -53,8 +48,8 @@ class loader_state {
   // placement, which asks the (already built) setup and engine where the target is.
   loader_state(pipeline_setup&& s, std::unique_ptr<transfer_engine> e, slot_counts n)
       : setup(std::move(s)), engine(std::move(e)), counts(n), meter(n.workers),
-        timeline(n.workers, n.trace_events), credits(n.prefetch), free_staging(n.staging),
-        free_target(n.target), work(n.tasks), ready(n.max_held, n.target),
+        timeline(n.workers, n.trace_events), slots(n.staging, n.target, n.prefetch),
+        work(n.tasks), ready(n.max_held, n.target),
         numa(setup.config.numa, setup.config.target.name(), engine->pci_bus_id()),
         staging(n.staging), mirrors(n.target) {
     const loader_config& c = setup.config;
@@ -68,40 +63,18 @@ class loader_state {
       staging[k].buffer = resource_buffer(mr, l.slot_bytes());
       numa.check_slot(staging[k].buffer.data(), staging[k].buffer.size());
       if (c.per_record && !c.per_record.is_fixed()) staging[k].output_sizes.resize(l.batch_size);
-      free_staging.push(k);
     }
     if (timeline.on())
       if (engine_probe* p = engine->probe()) p->record_copy_spans(timeline.capacity());
     engine->configure(l.slot_bytes(), c.transform_output_bytes, n.target, c.streams);
-    for (std::size_t d = 0; d < n.target; ++d) {
-      mirrors[d].resize(l.data_offset() / 8);
-      free_target.push(d);
-    }
-    for (std::size_t k = 0; k < c.prefetch; ++k) credits.push(0);
-  }
-
-  // Staging slot s may be planned again; wakes a planner waiting for one.
-  void give_back_staging(std::size_t s) noexcept {
-    free_staging.try_push(s);  // never full: every slot index is in at most one place
-    staging_returned();
-  }
-  // A staging slot may have become reclaimable (a batch was released).
-  void staging_returned() noexcept {
-    {
-      std::lock_guard lock(return_mutex);
-      ++returns;
-    }
-    return_cv.notify_one();
+    for (std::size_t d = 0; d < n.target; ++d) mirrors[d].resize(l.data_offset() / 8);
   }
 
   // Closes every queue: blocked threads return.
   void close() noexcept {
-    credits.close();
-    free_staging.close();
-    free_target.close();
+    slots.close();
     work.close();
     ready.stop();
-    return_cv.notify_all();
   }
 
   pipeline_setup setup;
@@ -109,19 +82,13 @@ class loader_state {
   slot_counts counts;
   telemetry meter;
   tracer timeline;
-  bounded_queue<int> credits;  // batches the planner may still run ahead of the consumer
-  bounded_queue<std::size_t> free_staging;
-  bounded_queue<std::size_t> free_target;
+  slot_ledger slots;  // every staging slot, target slot and window credit, taken and returned
   bounded_queue<chunk_task> work;
   ready_queue ready;
   // Declared before the slots: its resource frees them last.
   numa::loader_placement numa;
   std::vector<staging_slot> staging;
   std::vector<std::vector<std::uint64_t>> mirrors;  // per target slot: host copy of metadata
-
-  std::mutex return_mutex;
-  std::condition_variable_any return_cv;
-  std::uint64_t returns = 0;  // staging_returned() calls, under return_mutex
 };
 
 }  // namespace gpufeed::detail

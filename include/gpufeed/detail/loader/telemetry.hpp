@@ -1,7 +1,9 @@
 // gpufeed::detail — the loader's always-on counters.
 //
 // Relaxed atomics, updated once per chunk (workers) or per batch (planner, consumer). Each
-// worker's counters sit on their own cache line so workers never contend.
+// worker's counters sit on their own cache line so workers never contend, and are keyed by the
+// worker's id (worker_id.hpp), never by position: a worker looks its counters up once, when it
+// starts, and loader_stats::workers lists them in id order.
 #pragma once
 
 #include <algorithm>
@@ -11,10 +13,14 @@
 #include <cstdio>
 #include <ctime>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
+#include "gpufeed/detail/loader/worker_id.hpp"
 #include "gpufeed/stats.hpp"
 
 namespace gpufeed::detail {
@@ -59,9 +65,19 @@ struct alignas(64) worker_counters {
 
 class telemetry {
  public:
-  explicit telemetry(std::size_t workers) : workers_(workers) {}
+  // Counters for workers 0 .. workers - 1.
+  explicit telemetry(std::size_t workers) {
+    for (std::size_t w = 0; w < workers; ++w)
+      workers_.emplace(worker_id(w), std::make_unique<worker_counters>());
+  }
 
-  worker_counters& worker(std::size_t w) noexcept { return workers_[w]; }
+  // Worker w's counters; std::logic_error (a loader bug) for an id this telemetry does not know.
+  worker_counters& worker(worker_id w) {
+    const auto it = workers_.find(w);
+    if (it == workers_.end())
+      throw std::logic_error("loader telemetry: no counters for worker " + std::to_string(w.value));
+    return *it->second;
+  }
 
   // The consumer's first request: rates are measured from here, not from construction, so the
   // one-off cost of allocating pinned and device slots does not dilute short runs.
@@ -120,7 +136,8 @@ class telemetry {
                                          static_cast<double>(s.batches)
                                    : 0.0;
     s.workers.clear();
-    for (const auto& w : workers_) {
+    for (const auto& [id, counters] : workers_) {
+      const worker_counters& w = *counters;
       worker_stats ws;
       ws.records = w.records.load(std::memory_order_relaxed);
       ws.bytes = w.bytes.load(std::memory_order_relaxed);
@@ -147,7 +164,7 @@ class telemetry {
   static constexpr std::size_t log_capacity = 1000;
   steady::time_point start_ = steady::now();
   std::atomic<std::int64_t> first_request_ns_{0};
-  std::vector<worker_counters> workers_;
+  std::map<worker_id, std::unique_ptr<worker_counters>> workers_;  // built before any thread
   std::atomic<std::uint64_t> batches_{0}, records_{0}, bytes_{0}, wait_ns_{0}, hold_ns_{0};
   std::atomic<std::uint64_t> planner_wait_ns_{0}, ready_sum_{0};
   mutable std::mutex log_mutex_;

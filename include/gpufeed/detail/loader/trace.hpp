@@ -13,11 +13,13 @@
 #include <memory>
 #include <cstdint>
 #include <iomanip>
+#include <map>
 #include <mutex>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "gpufeed/detail/loader/worker_id.hpp"
 #include "gpufeed/target.hpp"
 
 namespace gpufeed::detail {
@@ -115,53 +117,73 @@ inline void write_chrome_trace(std::ostream& os, const std::vector<const trace_t
   os.precision(precision);
 }
 
-// The loader's tracks: one per worker, the planner's, the consumer's. Off (every call a no-op,
-// now() returns 0 without reading the clock) when made with capacity 0.
+// The loader's tracks: one per worker, keyed by its id (worker_id.hpp, never a position, so the
+// planner's and consumer's tracks do not move with the worker count), the planner's, the
+// consumer's. A thread looks its track up once and records into it. Off (every call a no-op,
+// now() returns 0 without reading the clock, every track lookup nullptr) when made with
+// capacity 0.
 class tracer {
  public:
-  tracer(std::size_t workers, std::size_t capacity) : workers_(workers), capacity_(capacity) {
+  // Tracks for workers 0 .. workers - 1, the planner and the consumer.
+  tracer(std::size_t workers, std::size_t capacity) : capacity_(capacity) {
     if (!capacity) return;
     for (std::size_t w = 0; w < workers; ++w)
-      tracks_.push_back(std::make_unique<trace_track>("worker " + std::to_string(w), capacity));
-    tracks_.push_back(std::make_unique<trace_track>("planner", capacity));
-    tracks_.push_back(std::make_unique<trace_track>("consumer", capacity));
+      workers_.emplace(worker_id(w), std::make_unique<trace_track>(
+                                         "worker " + std::to_string(w), capacity));
+    planner_ = std::make_unique<trace_track>("planner", capacity);
+    consumer_ = std::make_unique<trace_track>("consumer", capacity);
   }
 
   [[nodiscard]] bool on() const noexcept { return capacity_ != 0; }
   [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
   [[nodiscard]] std::int64_t now() const noexcept { return on() ? now_ns() : 0; }
 
-  [[nodiscard]] std::size_t planner() const noexcept { return workers_; }
-  [[nodiscard]] std::size_t consumer() const noexcept { return workers_ + 1; }
-  void add(std::size_t track, const char* what, std::int64_t start_ns, std::int64_t end_ns,
+  // Worker w's track; nullptr when off or for an id without one (its events are then not kept).
+  [[nodiscard]] trace_track* worker(worker_id w) const noexcept {
+    const auto it = workers_.find(w);
+    return it == workers_.end() ? nullptr : it->second.get();
+  }
+  [[nodiscard]] trace_track* planner() const noexcept { return planner_.get(); }
+  [[nodiscard]] trace_track* consumer() const noexcept { return consumer_.get(); }
+
+  void add(trace_track* track, const char* what, std::int64_t start_ns, std::int64_t end_ns,
            std::uint64_t batch) {
-    if (on()) tracks_[track]->add(what, start_ns, end_ns, batch);
+    if (track) track->add(what, start_ns, end_ns, batch);
   }
   // An event of `ns` nanoseconds ending now.
-  void add_ending_now(std::size_t track, const char* what, std::uint64_t ns, std::uint64_t batch) {
-    if (!on()) return;
+  void add_ending_now(trace_track* track, const char* what, std::uint64_t ns,
+                      std::uint64_t batch) {
+    if (!track) return;
     const std::int64_t end = now_ns();
-    tracks_[track]->add(what, end - static_cast<std::int64_t>(ns), end, batch);
+    track->add(what, end - static_cast<std::int64_t>(ns), end, batch);
   }
 
   [[nodiscard]] std::uint64_t dropped() const {
     std::uint64_t n = 0;
-    for (const auto& t : tracks_) n += t->dropped();
+    for (const trace_track* t : tracks()) n += t->dropped();
     return n;
   }
-  // These tracks, then `extra` (e.g. the copy streams'), as Chrome-trace JSON.
+  // These tracks (workers in id order, the planner, the consumer), then `extra` (e.g. the copy
+  // streams'), as Chrome-trace JSON.
   void write(std::ostream& os, const std::vector<const trace_track*>& extra,
              std::int64_t origin_ns) const {
-    std::vector<const trace_track*> all;
-    for (const auto& t : tracks_) all.push_back(t.get());
+    std::vector<const trace_track*> all = tracks();
     all.insert(all.end(), extra.begin(), extra.end());
     write_chrome_trace(os, all, origin_ns);
   }
 
  private:
-  std::size_t workers_;
+  [[nodiscard]] std::vector<const trace_track*> tracks() const {
+    std::vector<const trace_track*> all;
+    for (const auto& [id, t] : workers_) all.push_back(t.get());
+    if (planner_) all.push_back(planner_.get());
+    if (consumer_) all.push_back(consumer_.get());
+    return all;
+  }
+
   std::size_t capacity_;
-  std::vector<std::unique_ptr<trace_track>> tracks_;
+  std::map<worker_id, std::unique_ptr<trace_track>> workers_;  // built before any thread
+  std::unique_ptr<trace_track> planner_, consumer_;
 };
 
 }  // namespace gpufeed::detail
