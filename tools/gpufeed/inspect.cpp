@@ -4,8 +4,11 @@
 //
 //   gpufeed inspect SHARD... [--dataset NAME] [--datum] [--checksums] [--names] [--json]
 //
-// A SHARD is an HDF5 file (detected by its signature) or an LMDB environment directory (one
-// holding data.mdb). Every shard is opened (and so validated) before anything is printed.
+// A SHARD is an HDF5 file (detected by its signature), an LMDB environment directory (one
+// holding data.mdb) or its data.mdb, or a pack directory or its manifest.json (the shards it
+// lists; one without a complete manifest is refused: the pack did not finish). An HDF5 file
+// without the dataset to read, --dataset not given, is described by the list of its datasets
+// (shape, dtype, chunks, filters) instead. Every shard is opened (and so validated) before anything is printed.
 // The manifest.json gpufeed pack wrote beside a shard is read when present: an LMDB shard it
 // lists as Caffe Datum is read as Datum without --datum, and its record index -> name map names
 // LMDB records (HDF5 shards hold their names in names/). --names prints only lines
@@ -31,6 +34,8 @@
 
 #include "commands.hpp"
 #include "inspect_images.hpp"
+#include "gpufeed/detail/hdf5/dataset_list.hpp"
+#include "gpufeed/detail/pack_directory.hpp"
 #include "gpufeed/hdf5_source.hpp"
 #include "gpufeed/lmdb_source.hpp"
 #include "gpufeed/pack/hdf5_extras.hpp"
@@ -46,8 +51,53 @@ using json = nlohmann::ordered_json;
 struct inspect_args {
   std::vector<std::string> shards;
   std::string dataset = "data";
+  bool dataset_given = false;
   bool datum = false, checksums = false, names = false, as_json = false;
 };
+
+// The datasets of an HDF5 file (detail/hdf5/dataset_list.hpp); library_error when HDF5 cannot
+// open it.
+std::vector<detail::hdf5::dataset_listing> hdf5_datasets(const std::string& path) {
+  namespace h = detail::hdf5;
+  const h::library_lock lock;
+  const h::error_silencer quiet;
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (f < 0) h::throw_hdf5("cannot open the HDF5 file", path, "H5Fopen", f);
+  const h::handle file(f, H5Fclose);
+  return h::list_datasets(f);
+}
+
+bool has_dataset(const std::vector<detail::hdf5::dataset_listing>& list, const std::string& name) {
+  const std::string want = name.starts_with("/") ? name.substr(1) : name;
+  return std::any_of(list.begin(), list.end(), [&](const auto& d) { return d.name == want; });
+}
+
+// `gpufeed inspect FILE.h5` of a file without a "data" dataset: what it holds, and how to read
+// one of them.
+void print_datasets(const std::string& path, const std::vector<detail::hdf5::dataset_listing>& l,
+                    bool as_json) {
+  if (as_json) {
+    json list = json::array();
+    for (const auto& d : l)
+      list.push_back({{"name", d.name}, {"shape", d.shape}, {"dtype", d.dtype},
+                      {"chunks", d.chunks}, {"filters", d.filters}});
+    std::printf("%s\n", json{{"path", path}, {"datasets", list}}.dump(2).c_str());
+    return;
+  }
+  std::printf("%s  HDF5, no dataset 'data'; %zu dataset%s:\n", one_line(path).c_str(), l.size(),
+              l.size() == 1 ? "" : "s");
+  for (const auto& d : l) {
+    std::string shape, chunks, filters;
+    for (const auto v : d.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(v);
+    for (const auto v : d.chunks) chunks += (chunks.empty() ? "" : ", ") + std::to_string(v);
+    for (const auto& f : d.filters) filters += (filters.empty() ? "" : ", ") + f;
+    std::printf("  %-20s %-8s shape [%s]  chunks %s  filters %s\n", one_line(d.name).c_str(),
+                d.dtype.c_str(), shape.c_str(), chunks.empty() ? "none" : ("[" + chunks + "]").c_str(),
+                filters.empty() ? "none" : filters.c_str());
+  }
+  std::printf("read one with --dataset NAME (hdf5_options::dataset; labels: "
+              "hdf5_options::label_dataset)\n");
+}
 
 // What gpufeed pack's manifest.json beside a shard says about it; found = false when there is
 // none, it is not pack's, or it does not list the shard.
@@ -196,9 +246,21 @@ void checksums(const opened& o, const Source& s, json* out) {
 }
 
 void run_inspect(const inspect_args& a) {
+  // A pack directory (or its manifest) stands for its shards.
+  std::vector<std::string> paths;
+  for (const std::string& p : a.shards) {
+    if (auto listed = detail::pack_directory_shards(p))
+      for (const auto& s : *listed) paths.push_back(s.string());
+    else
+      paths.push_back(p);
+  }
+  if (paths.size() == 1 && !a.dataset_given && !a.checksums && !a.names && !is_lmdb(paths[0])) {
+    const auto list = hdf5_datasets(paths[0]);
+    if (!has_dataset(list, a.dataset)) return print_datasets(paths[0], list, a.as_json);
+  }
   std::vector<opened> shards;
   std::uint64_t first = 0;
-  for (const std::string& p : a.shards) {
+  for (const std::string& p : paths) {
     if (is_lmdb(p)) {
       manifest_entry m = manifest_for(p);
       lmdb_options lo;
@@ -281,10 +343,14 @@ void add_inspect(CLI::App& app) {
       "inspect",
       "Show what gpufeed sees in HDF5 files and LMDB directories: layout, dtype, "
       "storage, filters, read path, records, bytes; --checksums: each record's crc32");
-  cmd->add_option("shards", a->shards, "HDF5 files and/or LMDB directories, in record order")
+  cmd->add_option("shards", a->shards,
+                  "HDF5 files, LMDB directories (or their data.mdb) and pack directories, in "
+                  "record order")
       ->required();
-  cmd->add_option("--dataset", a->dataset, "HDF5 dataset holding the records")
-      ->capture_default_str();
+  auto* dataset = cmd->add_option("--dataset", a->dataset,
+                                  "HDF5 dataset holding the records (not given, a file without "
+                                  "'data' is described by the list of its datasets)")
+                      ->capture_default_str();
   cmd->add_flag("--datum", a->datum,
                 "LMDB values are Caffe Datum messages (records = payloads); detected from a "
                 "gpufeed pack manifest.json beside the shard");
@@ -293,7 +359,8 @@ void add_inspect(CLI::App& app) {
   cmd->add_flag("--names", a->names,
                 "print only 'INDEX NAME' per record: the record index -> input name map");
   cmd->add_flag("--json", a->as_json, "one JSON document on stdout");
-  cmd->callback([a] {
+  cmd->callback([a, dataset] {
+    a->dataset_given = dataset->count() > 0;
     try {
       run_inspect(*a);
     } catch (...) {
