@@ -50,6 +50,7 @@ struct bench_args {
   std::vector<std::size_t> workers, prefetch = {2, 8};
   std::string order = "auto";
   dataset_choice datasets;
+  std::string labels;  // --labels NAME (given: datasets.labels)
   bool json = false;
 };
 
@@ -185,7 +186,9 @@ void run_bench(const Source& src, const bench_args& a, const std::vector<std::fi
               where.name().c_str());
   std::printf("storage (the files' raw bytes, one thread, 16 MiB sequential reads, no decoding)\n");
   std::printf("  cold   %10s  over %s%s\n", doc::gbps(st.cold_gbps).c_str(), doc::bytes(st.cold_bytes).c_str(),
-              st.evicted ? " (page cache evicted first: the device's sequential rate)" : "");
+              st.evicted ? " (page cache evicted first, buffered reads with the kernel's "
+                           "read-ahead; gpufeed doctor's O_DIRECT rate has none)"
+                         : "");
   if (!st.note.empty()) std::printf("         %s\n", st.note.c_str());
   std::printf("  warm   %10s  over %s (page cache)\n\n", doc::gbps(st.warm_gbps).c_str(),
               doc::bytes(st.warm_bytes).c_str());
@@ -245,10 +248,11 @@ void add_bench(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--dataset", a->datasets.dataset, "HDF5: the dataset holding the records")
       ->capture_default_str();
-  cmd->add_option("--labels", a->datasets.labels,
+  auto* labels = cmd->add_option("--labels", a->labels,
                   "HDF5: the label dataset ('' for none; default: 'labels' when present)");
   cmd->add_flag("--json", a->json, "print the figures as JSON instead of a table");
-  cmd->callback([a] {
+  cmd->callback([a, labels] {
+    if (labels->count()) a->datasets.labels = a->labels;
     try {
       bool lmdb = false;
       const auto shards = find_shards(a->data, lmdb);
