@@ -315,6 +315,28 @@ TEST_CASE("a user's h5py file: datasets listed, chosen by name, --labels=y packs
   CHECK(has(sh.out, "order shuffled"));
   CHECK(std::count(sh.out.begin(), sh.out.end(), '~') == 1);
   CHECK_FALSE(has(sh.err, "decodes its whole unit"));
+  // doctor --data: the order that ran is stated; a run that decoded each chunk once per record
+  // is not a plain PASS.
+  const auto loader_check = [&](const std::string& order) {
+    const run_result d = gpufeed_run(
+        dir.path(), {"doctor", "--data", file.string(), "--dataset=x", "--labels=y",
+                     "--order=" + order, "--loader-seconds", "0.5", "--json"});
+    CAPTURE(d.err);
+    const auto doc = nlohmann::json::parse(d.out);
+    for (const auto& c : doc["checks"])
+      if (c["id"] == "loader") return c;
+    FAIL("no loader check");
+    return nlohmann::json();
+  };
+  const auto slow = loader_check("shuffled");
+  CAPTURE(slow.dump());
+  CHECK(slow["status"] == "warn");
+  CHECK(has(slow["summary"].get<std::string>(), "in shuffled order"));
+  CHECK(has(slow["summary"].get<std::string>(), "the order does not suit the data"));
+  const auto suited = loader_check("auto");
+  CAPTURE(suited.dump());
+  CHECK(suited["status"] == "pass");
+  CHECK(has(suited["facts"]["order"].get<std::string>(), "block_shuffled (auto:"));
 }
 
 TEST_CASE("pack: --compress lz5 is a usage error; folder packs skip hidden files, take globs") {

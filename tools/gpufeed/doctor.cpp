@@ -52,6 +52,7 @@ void run_loader(doctor_check& c, const Source& src, const doctor_args& args) {
   s.where = device_or_host(0, &why);
   const order_choice order = choose_order(src, args.order);
   s.order = order.order;
+  s.silence_notice = true;  // its notice is the "note" fact below
   const feed_result r = run_feed(src, s);
   const loader_stats& st = r.stats;
   char line[320];
@@ -63,13 +64,22 @@ void run_loader(doctor_check& c, const Source& src, const doctor_args& args) {
   c.summary = line;
   // PASS says the loader ran as well as this data and machine allow; a run that decoded the
   // same chunks many times (an order that does not suit the data) is a warning with its fix.
+  // The same for shuffled order over chunks of many records, even where this run's data fitted
+  // the decoded-chunk cache (larger data will not).
   const double amp = st.decode ? st.decode->amplification() : 1.0;
-  if (amp >= 2.0) {
+  if (amp >= 2.0 || !order.notice.empty()) {
     c.status = check_status::warn;
     char why_slow[200];
-    std::snprintf(why_slow, sizeof why_slow,
-                  "; each record decoded %.0fx its bytes: the order does not suit the data", amp);
+    if (amp >= 2.0)
+      std::snprintf(why_slow, sizeof why_slow,
+                    "; each record decoded %.0fx its bytes: the order does not suit the data", amp);
+    else
+      std::snprintf(why_slow, sizeof why_slow,
+                    "; a compressed chunk holds %.0f records, which this order decodes once per "
+                    "record on data larger than the cache: the order does not suit the data",
+                    order.records_per_unit);
     c.summary += why_slow;
+    c.hint = "--order auto (block_shuffled here); in code, sample_order::block_shuffled";
   } else {
     c.status = check_status::pass;
   }
@@ -85,7 +95,7 @@ void run_loader(doctor_check& c, const Source& src, const doctor_args& args) {
   c.number("records_per_s", r.records_per_s);
   c.number("stall_fraction", st.stall_fraction());
   c.number("pinned_bytes", static_cast<double>(st.pinned_bytes));
-  c.hint = r.judged.suggestion;
+  if (c.hint.empty()) c.hint = r.judged.suggestion;
 }
 
 void add_loader_check(doctor_report& report, const doctor_args& args) {
