@@ -239,11 +239,18 @@ TEST_CASE("sources and inspect open a pack directory, its manifest.json and DB/d
   CHECK(std::count(all.out.begin(), all.out.end(), '\n') == 30);
   const run_result m = gpufeed_run(dir.path(), {"inspect", "--checksums", mdb.string()});
   CHECK(m.out == all.out);
+  const run_result t = gpufeed_run(dir.path(), {"inspect", "--json", h5.string()});
+  REQUIRE(t.code == 0);
+  const auto doc = nlohmann::json::parse(t.out);
+  CHECK(doc["records"] == 30);
+  CHECK(doc["disk_bytes"].get<std::uint64_t>() > doc["bytes"].get<std::uint64_t>());  // HDF5 metadata
+  CHECK(doc["compression_ratio"].get<double>() > 0);
   const run_result one =
       gpufeed_run(dir.path(), {"inspect", (mdb / "shard-00000.lmdb" / "data.mdb").string()});
   CAPTURE(one.err);
   CHECK(one.code == 0);
   CHECK(has(one.out, "LMDB"));
+  CHECK(has(one.out, "on disk"));
 }
 
 TEST_CASE("a user's h5py file: datasets listed, chosen by name, --labels=y packs y") {

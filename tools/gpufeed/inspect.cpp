@@ -320,9 +320,27 @@ void run_inspect(const inspect_args& a) {
     doc["shards"] = std::move(list);
     doc["records"] = first;
     doc["bytes"] = bytes;
+    // What the shards take on disk (an LMDB shard: its environment's files), against the
+    // records' bytes: the compression ratio, or LMDB's page overhead.
+    std::uint64_t disk = 0;
+    std::error_code ec;
+    for (const opened& o : shards) {
+      std::filesystem::path p = o.path;
+      if (p.filename() == "data.mdb") p = p.parent_path();
+      if (std::filesystem::is_directory(p, ec)) {
+        for (const auto& e : std::filesystem::directory_iterator(p, ec))
+          if (e.is_regular_file(ec)) disk += e.file_size(ec);
+      } else {
+        disk += std::filesystem::file_size(p, ec);
+      }
+    }
+    const double ratio = disk ? static_cast<double>(bytes) / static_cast<double>(disk) : 0.0;
+    doc["disk_bytes"] = disk;
+    doc["compression_ratio"] = ratio;
     if (!a.as_json)
-      std::printf("total: %zu shard%s, %" PRIu64 " records, %" PRIu64 " bytes\n", shards.size(),
-                  shards.size() == 1 ? "" : "s", first, bytes);
+      std::printf("total: %zu shard%s, %" PRIu64 " records, %" PRIu64 " bytes; on disk %" PRIu64
+                  " bytes (%.2fx)\n",
+                  shards.size(), shards.size() == 1 ? "" : "s", first, bytes, disk, ratio);
   }
   if (a.checksums) {
     json sums = json::array();
