@@ -1,6 +1,6 @@
 // gpufeed-bench: gpufeed against the naive loader users replace, on the same data in the same
-// run, with the machine's limits measured beside them. Issue 6; bench/README.md says how to run
-// it, what each case measures, and how to plot the results.
+// run, with the machine's limits measured beside them. bench/README.md says how to run it,
+// what each case measures, and how to plot the results.
 //
 //   gpufeed-bench [--quick] [--target cuda|host] [--json] [--trace overlap.json] [--peer torch.json]
 //

@@ -1,5 +1,5 @@
 // image_bench: images/s of JPEG decode + RandomResizedCrop(224) + RandomHorizontalFlip, on one
-// photo set, measured three ways in one run (issue 15's targets):
+// photo set, measured three ways in one run (the targets: bench/README.md):
 //   crop/threads=1       train_crop on one thread over the files in memory: the single-thread rate
 //   crop/threads=W       the same on W plain threads (what the function scales to, no loader)
 //   loader/workers=W     pack -> hdf5_source -> loader with random_resized_crop_transform in W

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The headline benchmark run on the GPU machine, in one device call of about 5-6 minutes (at most
 # 460 s of steps: each has its own limit, all share one deadline). From the repository root:
-#   bash bench/run_h200.sh [BIN_DIR]      # BIN_DIR: gpufeed-bench and hdf5_read_bench (.gpu/bin);
-#                                         # their shared libraries in BIN_DIR/../lib (gpu-bundle.sh)
+#   bash bench/run_h200.sh [BIN_DIR]      # BIN_DIR: gpufeed-bench and hdf5_read_bench (default:
+#                                         # the bin/ folder of scripts/gpu-bundle.sh's bundle);
+#                                         # their shared libraries in BIN_DIR/../lib
 # Data in /tmp (generated once, reused while its stamps match). Steps:
 #   1. gpufeed-bench --prepare-only: the 16 KiB HDF5 and LMDB data sets and the naive loader's files
 #   2. the PyTorch peer's tuning sweep over the same HDF5 file (bounded to 140 s)
@@ -10,7 +11,7 @@
 #      1, 4, 8, 16 threads), the sweep, the best configuration 3 times (median and range), the
 #      overlap cases; against the PyTorch best (--peer)
 #   4. hdf5_read_bench: hdf5_source against pread and the one-row and batched H5Dread forms
-#   5. images (issue 15): make_photo_set cuts the photographs in $PHOTOS_SRC (default .photos/,
+#   5. images: make_photo_set cuts the photographs in $PHOTOS_SRC (default .photos/,
 #      from bench/photos/get_skimage_photos.sh, carried to the GPU machine) into 3000 JPEGs in
 #      /tmp/gpufeed-photos; pytorch_images.py (ImageFolder + RandomResizedCrop(224) + flip +
 #      ToTensor, pin_memory) and image_bench (decode + crop + flip at 1 thread, W threads, and in

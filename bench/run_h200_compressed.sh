@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Compressed and cold data on the GPU machine, in one device call of about 5 minutes: the
 # figures of the compressed-data targets, each beside the rate that bounds it in the same run.
-#   bash bench/run_h200_compressed.sh [BIN_DIR]   # compressed_bench and gpufeed (.gpu/bin)
+#   bash bench/run_h200_compressed.sh [BIN_DIR]   # compressed_bench and gpufeed (default: the
+#                                                 # bin/ folder of scripts/gpu-bundle.sh's bundle)
 # Steps (data in /tmp/gpufeed-compressed, made with the machine's h5py):
 #   1. bench/make_h5py_data.py: an h5py gzip + shuffle file with h5py's automatic chunks
 #      (float32, 16 KiB rows, class-sorted labels) and a small class-sorted file for order quality

@@ -1,18 +1,17 @@
 #!/usr/bin/env bash
 # Developer tool: bundles examples/ddp_train (with its MPI plugin), examples/train_loop,
-# bench/compressed_bench, the gpufeed CLI and a relocatable copy of Debian's Open MPI into .gpu/
-# for the GPU machine, which has the NVIDIA
-# driver, CUDA, PyTorch's wheels (nvidia-nccl-cu13, nvidia-cublas) and mpi4py (whose wheels ship
-# no MPI library and no mpirun), but no Open MPI. Then, there: bash .gpu/gpu-ddp.sh [GPUS]
-# and bash .gpu/gpu-delivery.sh [GPUS].
+# bench/compressed_bench, the gpufeed CLI and a relocatable copy of Debian's Open MPI into the
+# bundle folder of gpu-bundle.sh for the GPU machine, which has the NVIDIA driver, CUDA, PyTorch's wheels (nvidia-nccl-cu13, nvidia-cublas) and mpi4py (whose wheels ship
+# no MPI library and no mpirun), but no Open MPI. Then, there, the bundle's copies:
+# bash gpu-ddp.sh [GPUS] and bash gpu-delivery.sh [GPUS].
 #   cmake --build build -j2 --target ddp_train ddp_train_mpi train_loop compressed_bench gpufeed_cli
-#   scripts/ddp-bundle.sh [BUILD_DIR]      (from the main checkout: gpu-bundle.sh uses ../shared)
+#   scripts/ddp-bundle.sh [BUILD_DIR]
 # libnccl (~210 MB) and libcublas/libcublasLt (~600 MB) are too big to carry: gpu-ddp.sh finds
 # the GPU machine's own copies (gpu-libs.sh). Open MPI (~28 MB with its PMIx and the transports'
-# libraries) runs from .gpu/openmpi: OPAL_PREFIX relocates it and PMIX_INSTALL_PREFIX +
+# libraries) runs from the bundle's openmpi/: OPAL_PREFIX relocates it and PMIX_INSTALL_PREFIX +
 # PMIX_MCA_mca_base_component_path its PMIx (gpu-ddp.sh sets them). Checked here with the
 # system's Open MPI and PMIx trees hidden (unshare -m, bind mounts): a singleton and mpirun -np 2.
-# The bundle is ~52 MB: carry only .gpu.
+# The bundle is ~52 MB: carry only the bundle folder.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}

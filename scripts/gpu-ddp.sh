@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# On the GPU machine, after scripts/ddp-bundle.sh here and with .gpu carried:
-#   bash .gpu/gpu-ddp.sh        one GPU: correctness, then samples/s beside train_loop's
-#   bash .gpu/gpu-ddp.sh N      N GPUs of one host (scripts/multi-gpu.sh): mpirun -np N
+# On the GPU machine, after scripts/ddp-bundle.sh here and with its bundle folder carried, from
+# that folder's copy of this script:
+#   bash gpu-ddp.sh        one GPU: correctness, then samples/s beside train_loop's
+#   bash gpu-ddp.sh N      N GPUs of one host (scripts/multi-gpu.sh): mpirun -np N
 # Logs and loss curves are written to /tmp/gpufeed-ddp and gathered into one file,
 # $OUT/gpu-ddp.log (the device tool returns few files); a summary is printed last and the exit
 # status is 1 if any check failed.

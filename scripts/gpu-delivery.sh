@@ -5,8 +5,9 @@
 # measured in the same call with every GPU's process running at once: the sum of the GPUs'
 # pinned H2D rates and the host's parallel read rate of the shards. Then the loader cases again
 # with each process's pinned slots and workers on its GPU's far NUMA node (--numa N), against
-# its own node (the default). On the GPU machine, .gpu carried (scripts/ddp-bundle.sh here):
-#   bash .gpu/gpu-delivery.sh [GPUS]      (default: all the machine's GPUs; 1 works too)
+# its own node (the default). On the GPU machine, the bundle folder of scripts/ddp-bundle.sh
+# carried, from that folder's copy of this script:
+#   bash gpu-delivery.sh [GPUS]      (default: all the machine's GPUs; 1 works too)
 # Writes $OUT/delivery.log (every rank's output) and $OUT/delivery.json; prints a table last.
 # Exit status 1 when a rank failed.
 set -u

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every program in .gpu/bin whose name starts with test_ (on the GPU machine), appends their
+# Runs every program in the bundle's bin/ (scripts/gpu-bundle.sh) whose name starts with test_ (on the GPU machine), appends their
 # output to $OUT/tests.log (one file: the device tool returns few files), and prints a
 # pass/skip/fail table last. Exit 77 = skipped; on the GPU machine a skip means the device (or its
 # memory) was not usable, so it counts as a failure: GPUFEED_REQUIRE_GPU=1 makes the test programs

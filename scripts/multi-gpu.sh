@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Multi-GPU runs of examples/ddp_train (issue 16), for a machine of several GPUs of one host:
+# Multi-GPU runs of examples/ddp_train, for a machine of several GPUs of one host:
 #   here:  cmake --build build -j2 --target ddp_train ddp_train_mpi train_loop compressed_bench gpufeed_cli
 #          scripts/ddp-bundle.sh build
-#   there (carry .gpu): bash scripts/multi-gpu.sh        (all the machine's GPUs)
+#   there (carry the bundle folder): bash scripts/multi-gpu.sh        (all the machine's GPUs)
 # One process per GPU through the bundled Open MPI's mpirun:
 #   gpu-delivery.sh  aggregate delivery (shuffled, block_shuffled) against the sum of the GPUs'
 #                    pinned H2D rates and the host's parallel read rate, and each GPU's loader

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <string>
 
 #include "gpufeed/error.hpp"
 
@@ -27,12 +28,32 @@ T get(std::ifstream& in, const std::filesystem::path& file) {
     throw gpufeed::corrupt_error("checkpoint is truncated", gpufeed::file_context(file.string()));
   return v;
 }
+
+// Bytes from the read position to the end of the file (the position is left where it was).
+std::uint64_t bytes_left(std::ifstream& in, const std::filesystem::path& file) {
+  const std::streampos at = in.tellg();
+  in.seekg(0, std::ios::end);
+  const std::streampos end = in.tellg();
+  in.seekg(at);
+  if (at < 0 || end < at || !in)
+    throw gpufeed::io_error("cannot find the checkpoint's size", gpufeed::file_context(file.string()));
+  return static_cast<std::uint64_t>(end - at);
+}
+
+// A length-prefixed array, field `field`. The declared length is checked against the bytes the
+// file still holds before anything is allocated: a damaged or hostile length is a corrupt_error
+// naming the file and field, never a 2^32-element zero-fill or a std::bad_alloc.
 template <class T>
-std::vector<T> get_vector(std::ifstream& in, const std::filesystem::path& file) {
+std::vector<T> get_vector(std::ifstream& in, const std::filesystem::path& file, const char* field) {
   const auto n = get<std::uint64_t>(in, file);
-  if (n > (1ull << 32))
-    throw gpufeed::corrupt_error("checkpoint holds a bad length", gpufeed::file_context(file.string()));
-  std::vector<T> v(n);
+  const std::uint64_t left = bytes_left(in, file);
+  if (n > left / sizeof(T))
+    throw gpufeed::corrupt_error("checkpoint is truncated: its field '" + std::string(field) +
+                                     "' declares " + std::to_string(n) + " entries of " +
+                                     std::to_string(sizeof(T)) + " bytes, and " +
+                                     std::to_string(left) + " bytes follow",
+                                 gpufeed::file_context(file.string()));
+  std::vector<T> v(static_cast<std::size_t>(n));
   if (!in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(n * sizeof(T))))
     throw gpufeed::corrupt_error("checkpoint is truncated", gpufeed::file_context(file.string()));
   return v;
@@ -73,8 +94,8 @@ checkpoint read_checkpoint(const std::filesystem::path& file) {
   where = get<std::uint64_t>(in, file);
   c.records = get<std::uint64_t>(in, file);
   c.steps = get<std::uint64_t>(in, file);
-  c.parameters = get_vector<float>(in, file);
-  c.delivered = get_vector<std::uint64_t>(in, file);
+  c.parameters = get_vector<float>(in, file, "parameters");
+  c.delivered = get_vector<std::uint64_t>(in, file, "delivered");
   return c;
 }
 

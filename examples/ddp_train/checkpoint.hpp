@@ -22,7 +22,9 @@ struct checkpoint {
 };
 
 // Errors name the file: io_error when it cannot be opened or written, format_error when it is
-// not a checkpoint of this format, corrupt_error when it is truncated.
+// not a checkpoint of this format, corrupt_error when it is truncated, or when an array's
+// declared length (and field) needs more bytes than the file holds after it: checked before
+// anything is allocated for it.
 void write_checkpoint(const std::filesystem::path& file, const checkpoint& c);
 checkpoint read_checkpoint(const std::filesystem::path& file);
 

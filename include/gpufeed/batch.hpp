@@ -24,7 +24,6 @@
 
 #include "gpufeed/batch_view.hpp"
 #include "gpufeed/error.hpp"
-#include "gpufeed/loader_config.hpp"
 
 namespace gpufeed {
 

@@ -47,6 +47,11 @@ struct hdf5_options {
   //   eager           every shard at construction: every open error there.
   enum class open_kind { lazy, eager };
   open_kind open = open_kind::lazy;
+  // 2-byte floating-point data (float16) has no native C type, so H5Dread's native memory type
+  // for it is float32: that is what records hold by default (4 bytes an element, through the
+  // H5Dread fallback). true delivers the stored 2-byte elements as they are (in native byte
+  // order), on the pread paths; `gpufeed pack --from` reads so to keep float16 float16.
+  bool keep_float16 = false;
 };
 
 enum class hdf5_read_path { pread_raw, pread_decode, h5dread_fallback };

@@ -12,8 +12,8 @@
 //
 // Read paths (hdf5_shard_info::read_path says which one each shard takes, and why it falls back).
 // Debian's libhdf5 is built thread-safe, which means one global lock around every call: 8
-// threads calling H5Dread read slower (2.37 GB/s) than one (3.60 GB/s) on a 16-core H200 host,
-// while pread from the page cache scales to 74 GB/s. So HDF5 is used only at open time, to
+// threads calling H5Dread read slower than one, while pread from the page cache scales with
+// threads (docs/design.md, "HDF5: index at open, pread, own decode"). So HDF5 is used only at open time, to
 // build an index of byte extents (H5Dget_offset for contiguous data; for every chunk, one index
 // lookup through H5Dread_chunk with a capturing file driver, because 1.10.8's
 // H5Dget_chunk_info[_by_coord] scan all chunks per call — see detail/hdf5/index_driver.hpp);
@@ -103,7 +103,8 @@
 namespace gpufeed {
 
 // Models gpufeed::source, labeled_source, fixed_size_aware_source, reader_source,
-// decode_unit_source, read_planning_source, read_ahead_source and decode_stats_source. Move-only;
+// decode_unit_source, read_planning_source, read_ahead_source, decode_stats_source and
+// file_naming_source. Move-only;
 // readers refer to the source, which must outlive them.
 class hdf5_source {
  public:
@@ -280,6 +281,13 @@ class hdf5_source {
     d.records = st.first[k + 1] - st.first[k];
     d.opened = false;
     return d;
+  }
+
+  // Models file_naming_source: the shard holding record i, as given, without opening it.
+  // config_error when i is out of range.
+  [[nodiscard]] const std::filesystem::path& file_of(std::uint64_t i) const {
+    const auto& st = state();
+    return st.slots[st.locate(i)]->path;
   }
 
   // Shards opened so far (1 after construction with lazy opening, every one with eager).

@@ -272,6 +272,13 @@ class lmdb_source {
     return info;
   }
 
+  // Models file_naming_source: the shard holding record i, as given, without opening it.
+  // config_error when i is out of range.
+  [[nodiscard]] const std::filesystem::path& file_of(std::uint64_t i) const {
+    detail::lmdb::check_index(state_->records, i);
+    return state_->records.shard_path(state_->records.shard_of(i));
+  }
+
   // Shards opened so far (1 after construction with lazy opening, every one with eager).
   [[nodiscard]] std::size_t shards_opened() const noexcept {
     return state_ ? state_->records.opens() : 0;

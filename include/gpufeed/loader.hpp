@@ -9,9 +9,10 @@
 // PCIe in one copy on one of `Streams` streams, and the consumer's stream waits on the batch's
 // ready event — no host synchronisation in steady state (the machinery is in detail/loader/).
 //
-// Compile-time tuning: loader_options<Workers, Prefetch, Streams>; `dynamic` defers a value to
-// loader_config (workers, prefetch, streams). Prefetch = batches that may be in flight between
-// the planner and the consumer; pinned memory = Prefetch slots, allocated once.
+// Typed settings: loader_options<Workers, Prefetch, Streams> fixes values in the loader's type,
+// read once into run-time counts (loader_config.hpp); `dynamic` defers a value to loader_config
+// (workers, prefetch, streams). Prefetch = batches that may be in flight between the planner and
+// the consumer; pinned memory = Prefetch slots, allocated once.
 //
 // Lifetime: the source must outlive the loader. Batches may outlive the loader (their slots are
 // kept until released), but are best released first. Destroying a loader mid-epoch stops its

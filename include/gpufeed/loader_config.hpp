@@ -1,5 +1,5 @@
-// gpufeed — how a loader is set up: loader_options (compile-time knobs), loader_config (run-time
-// settings) and error_policy. A leaf vocabulary header: the loader's detail/ code reads these
+// gpufeed — how a loader is set up: loader_options (typed, compile-time checked values for
+// workers, prefetch and streams), loader_config (run-time settings) and error_policy. A leaf vocabulary header: the loader's detail/ code reads these
 // types directly, so a new setting is added here once.
 #pragma once
 
@@ -12,6 +12,7 @@
 
 #include "gpufeed/numa.hpp"
 #include "gpufeed/record_transform.hpp"
+#include "gpufeed/sample_order.hpp"
 #include "gpufeed/sampler.hpp"
 #include "gpufeed/target.hpp"
 
@@ -19,6 +20,19 @@ namespace gpufeed {
 
 // "Chosen at run time" for a loader_options parameter (like std::dynamic_extent).
 inline constexpr std::size_t dynamic = std::numeric_limits<std::size_t>::max();
+
+// Workers, prefetch and streams fixed in the loader's type, their ranges checked at compile time.
+// What they are, exactly: values, not code. The loader reads them once, when it is built
+// (detail/loader/config.hpp, resolve_config), and from then on runs on the resulting run-time
+// counts; no code is generated or specialised from them, so loader<S, loader_options<16, 8, 2>>
+// runs the same code as loader<S> given workers = 16, prefetch = 8, streams = 2 in its
+// loader_config. Per parameter:
+//   fixed (not `dynamic`)  the value is used and loader_config's field of the same name is
+//                          ignored: a fixed value cannot be overridden at run time.
+//   dynamic                loader_config's field is used; 0 there means the default
+//                          (workers: hardware threads - 2, or 1 on 3 threads or fewer;
+//                          prefetch: 8; streams: 2).
+// Use them to pin a set-up in a type (the presets below); use loader_config to choose at run time.
 
 template <std::size_t Workers = dynamic, std::size_t Prefetch = dynamic,
           std::size_t Streams = dynamic>
@@ -72,8 +86,8 @@ struct loader_config {
   // block_shuffled, sources whose readers decode ahead (hdf5_source): each batch's tasks are
   // followed by its share of the next window's units to decode, so the next window is decoded
   // while this one is read and its first batches need no burst of decodes; the decoded-chunk
-  // cache then holds two windows. On by default (H200: workers' idle time 2-11 s -> 0.1 s per
-  // 5 s case, gzip +8-13 %; docs/design.md); false halves the cache for the same window.
+  // cache then holds two windows. On by default (it removes the workers' idle time at window
+  // starts: docs/design.md, "HDF5 compressed chunks"); false halves the cache for the same window.
   bool decode_ahead = true;
   std::optional<partition> part;          // nullopt: from the launcher's environment
   std::uint64_t epochs = 0;               // stop after this many epochs; 0 = never

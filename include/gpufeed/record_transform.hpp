@@ -44,8 +44,9 @@
 // — for bounded outputs whatever that record's size, as sizes rarely repeat there. What is
 // delivered (or logged in batch::skipped()) is a gpufeed::error of the same class for a
 // gpufeed::error (another exception: gpufeed::error itself) whose message starts "record
-// transform failed: " and whose context names the shard file (for sources with shards()) and
-// the global record index where the thrown error named none; the original is nested
+// transform failed: " and whose context names the record's file (for sources with file_of(),
+// source.hpp: found without opening any shard) and the global record index where the thrown
+// error named none; the original is nested
 // (std::rethrow_if_nested). A failed read is reported as the source's error, as without a
 // transform. A callable that returns more than output_bytes() (bounded), or other than
 // output_bytes() (fixed, when it returns a size), is a bug, not bad data: config_error naming

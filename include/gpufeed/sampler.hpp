@@ -44,8 +44,8 @@
 
 #include "gpufeed/detail/launcher_env.hpp"
 #include "gpufeed/detail/order/sequence.hpp"
-#include "gpufeed/detail/order/units.hpp"
 #include "gpufeed/error.hpp"
+#include "gpufeed/sample_order.hpp"
 
 namespace gpufeed {
 

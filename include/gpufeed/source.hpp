@@ -44,11 +44,17 @@
 //                                          range past the end is clipped.
 //   s.decode_stats() -> gpufeed::decode_stats   cumulative decode counters (decode_stats.hpp);
 //                                          the loader reports them in loader_stats::decode.
+//   s.file_of(i) -> path-like             the file that holds record i, without opening it or
+//                                          any other file (hdf5_source, lmdb_source: the shard as
+//                                          given); the loader names it in errors of a per-record
+//                                          transform. Cheap and non-blocking; it throws only
+//                                          config_error for an index out of range.
 #pragma once
 
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <span>
 #include <utility>
 
@@ -115,6 +121,11 @@ concept read_ahead_source = source<S> && requires(const S& s, std::uint64_t i) {
 
 template <class S>
 concept decode_stats_source = source<S> && requires(const S& s) { s.decode_stats(); };
+
+template <class S>
+concept file_naming_source = source<S> && requires(const S& s, std::uint64_t i) {
+  std::filesystem::path(s.file_of(i));
+};
 
 // Passes the plan to sources that take one.
 template <source S>

@@ -35,8 +35,8 @@ struct transfer_counters {
   std::uint64_t timed_copies = 0;   // copies whose time was measured
   std::uint64_t host_syncs = 0;     // host-blocking synchronisations gpufeed made (teardown only)
   // The consumer's stream, measured on the device with events around a sample of hand-offs (the
-  // first, then about 1 in 8, pseudo-randomly; timing every one costs the stream ~4.6 us per
-  // batch on the H200): time it sat waiting for a batch's ready event, and time from then to the
+  // first, then about 1 in 8, pseudo-randomly; timing every one costs the stream microseconds per
+  // batch, bench/handoff_overhead): time it sat waiting for a batch's ready event, and time from then to the
   // batch's release (its work). Sums over the timed_batches sampled; use them as a ratio.
   double consumer_wait_seconds = 0;
   double consumer_busy_seconds = 0;

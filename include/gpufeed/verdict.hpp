@@ -211,8 +211,8 @@ inline verdict diagnose(const loader_stats& s, unsigned cores = 0) {
     return v;
   }
   // Copies running nearly all the time (>= 90 %) mean the link is the ceiling even when workers
-  // are busy too: more workers would only wait for slots (on the H200, 14 busy workers and the
-  // copies both saturated at 50 GB/s against a 55 GB/s link, and "raise workers" was wrong).
+  // are busy too: more workers would only wait for slots (with busy workers and copies both
+  // saturated just below the link's rate, "raise workers" was wrong).
   const bool link_full = copy_busy >= 0.9;
   if (s.transfer.copies && ((copy_busy > 0.8 && busy < 0.8) || link_full)) {
     v.stage = bottleneck::h2d;

@@ -124,7 +124,7 @@ TEST_CASE("EIO and early EOF while opening are io_error naming the file") {
 
 TEST_CASE("one EIO on the fallback path: that record fails, the records after it are exact") {
   // libhdf5 1.10.8 keeps the bytes of a failed read in its sieve buffer; reading on through the
-  // same dataset handle delivered the previous records' bytes (issue 10, defect 3).
+  // same dataset handle delivered the previous records' bytes.
   gpufeed::test::fault_control fc;
   gpufeed::test::temp_dir dir("fault_stale");
   for (path_kind k : all_kinds) {

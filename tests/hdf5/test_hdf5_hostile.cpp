@@ -1,4 +1,4 @@
-// Crafted and damaged shards (issue 10, defects 6-8): declared sizes far past what the file can
+// Crafted and damaged shards: declared sizes far past what the file can
 // hold, a chunk index entry pointing past the end of the file, a dataset with no records. Each is
 // a typed gpufeed error naming the file (and dataset) at open — no std::bad_alloc, no fallback
 // that fails every record later.

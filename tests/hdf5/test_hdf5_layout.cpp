@@ -1,4 +1,4 @@
-// The layout precheck (issue 10, defect 7): a chunked dataset whose layout message declares a
+// The layout precheck: a chunked dataset whose layout message declares a
 // chunk dimension of 0 made libhdf5 1.10.8 divide by zero (SIGFPE in H5D__chunk_set_info) inside
 // H5Dopen2; gpufeed now refuses it with format_error naming file and dataset. Valid files with
 // version 1 and version 2 object headers, chunked and contiguous, open unchanged, and the

@@ -123,4 +123,39 @@ inline std::vector<std::byte> cmyk_jpeg(const pixels& p, int quality = 90) {
   return out;
 }
 
+// Frame headers libjpeg refuses in jpeg_read_header (TurboJPEG then leaves its handle inside
+// the refused stream): the SOF segment of a baseline JPEG edited in place.
+enum class bad_frame { precision_12, lossless, zero_width, zero_height, too_high };
+
+inline std::vector<std::byte> with_bad_frame(std::vector<std::byte> jpeg, bad_frame what) {
+  std::size_t at = 2;  // after SOI: walk the marker segments to the SOF
+  while (at + 9 < jpeg.size()) {
+    if (jpeg[at] != std::byte{0xFF}) throw std::runtime_error("with_bad_frame: not a marker");
+    const auto marker = static_cast<unsigned>(jpeg[at + 1]);
+    if (marker == 0xC0 || marker == 0xC1 || marker == 0xC2) break;
+    at += 2 + (static_cast<std::size_t>(jpeg[at + 2]) << 8 | static_cast<std::size_t>(jpeg[at + 3]));
+  }
+  if (at + 9 >= jpeg.size()) throw std::runtime_error("with_bad_frame: no SOF marker");
+  // FF Cn, length (2), precision (1), height (2), width (2), components ...
+  switch (what) {
+    case bad_frame::precision_12:  // extended sequential, 12-bit: what cjpeg -precision 12 writes
+      jpeg[at + 1] = std::byte{0xC1};
+      jpeg[at + 4] = std::byte{12};
+      break;
+    case bad_frame::lossless:
+      jpeg[at + 1] = std::byte{0xC3};
+      break;
+    case bad_frame::zero_width:
+      jpeg[at + 7] = jpeg[at + 8] = std::byte{0};
+      break;
+    case bad_frame::zero_height:
+      jpeg[at + 5] = jpeg[at + 6] = std::byte{0};
+      break;
+    case bad_frame::too_high:  // 65,535 rows: over libjpeg's JPEG_MAX_DIMENSION (65,500)
+      jpeg[at + 5] = jpeg[at + 6] = std::byte{0xFF};
+      break;
+  }
+  return jpeg;
+}
+
 }  // namespace gpufeed::test

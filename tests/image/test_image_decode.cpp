@@ -132,6 +132,32 @@ TEST_CASE("damaged JPEG entropy data and a damaged header are corrupt_errors") {
   CHECK(has(what, "tjDecompressHeader3"));
 }
 
+TEST_CASE("a JPEG frame libjpeg refuses leaves the decoder as good as new") {
+  temp_dir dir("img");
+  const auto rgb = synthetic_picture(301, 213);
+  const auto good = cjpeg(dir.path(), rgb, "-quality 85", "good");
+  const pixels ref = djpeg(dir.path(), good, 1, "good");
+  image_decoder dec;
+  rgb_image px;
+  for (const bad_frame f : {bad_frame::precision_12, bad_frame::lossless, bad_frame::zero_width,
+                            bad_frame::zero_height, bad_frame::too_high}) {
+    CAPTURE(static_cast<int>(f));
+    const auto bad = with_bad_frame(good, f);
+    // Through header(), decode() and decode_jpeg_scaled(): each failure is a corrupt_error naming
+    // the record, and the next good JPEG on the same decoder decodes exactly.
+    CHECK(has(error_of<corrupt_error>([&] { (void)dec.header(bad, record_context()); }),
+              "record 42"));
+    (void)dec.header(good);
+    CHECK(has(error_of<corrupt_error>([&] { dec.decode(bad, px, record_context()); }),
+              "corrupt JPEG"));
+    dec.decode(good, px);
+    check_equal(px, ref);
+    (void)error_of<corrupt_error>([&] { dec.decode_jpeg_scaled(bad, 2, px, record_context()); });
+    dec.decode_jpeg_scaled(good, 1, px);
+    check_equal(px, ref);
+  }
+}
+
 TEST_CASE("bytes that are no image are a format_error") {
   image_decoder dec;
   rgb_image px;
@@ -190,6 +216,34 @@ TEST_CASE("PNG decodes to its exact pixels; grayscale replicated; a bad CRC is a
   CHECK(has(error_of<corrupt_error>([&] { dec.decode(bad, px, record_context()); }), "corrupt PNG"));
   const std::vector<std::byte> cut(png.begin(), png.begin() + static_cast<long>(png.size() / 2));
   CHECK(has(error_of<corrupt_error>([&] { dec.decode(cut, px, record_context()); }), "record 42"));
+}
+
+TEST_CASE("a PNG header declaring more pixels than its bytes can hold: corrupt_error, no allocation") {
+  // A valid 1-row PNG whose IHDR is rewritten to 10,000 x 10,000 gray (under max_pixels): the
+  // filtered rows (100 MB) would take far more than its bytes at deflate's largest ratio.
+  auto png = encode_png(synthetic_picture(16, 1, 1));
+  const auto put32 = [&](std::size_t at, std::uint32_t v) {
+    for (int k = 0; k < 4; ++k) png[at + k] = static_cast<std::byte>(v >> (24 - 8 * k));
+  };
+  put32(16, 10000);  // IHDR data starts at 16: width, height
+  put32(20, 10000);
+  std::uint32_t crc = 0xFFFFFFFFu;  // over the chunk type and data (bytes 12..28)
+  for (std::size_t k = 12; k < 29; ++k) {
+    crc ^= static_cast<std::uint32_t>(png[k]);
+    for (int b = 0; b < 8; ++b) crc = crc >> 1 ^ (0xEDB88320u & (0u - (crc & 1u)));
+  }
+  put32(29, ~crc);
+  image_decoder dec;
+  rgb_image px;
+  for (int call = 0; call < 2; ++call) {
+    const auto what = error_of<corrupt_error>([&] {
+      if (call == 0) (void)dec.header(png, record_context());
+      else dec.decode(png, px, record_context());
+    });
+    CHECK(has(what, "declares 10000 x 10000 pixels"));
+    CHECK(has(what, "record 42"));
+  }
+  CHECK(px.width() == 0);  // nothing was reshaped for it
 }
 
 TEST_CASE("one decoder over progressive, baseline, gray and CMYK JPEGs in turn stays exact") {

@@ -1,7 +1,7 @@
 // The ready-made image record transforms through the loader (host target): every record once per
 // epoch, each output equal to train_crop run by hand with the record's (seed, epoch, record)
 // generator, whatever the worker count; corrupt JPEGs follow the error policy and name shard and
-// record; center_crop_transform draws nothing.
+// record, and fail no other record; center_crop_transform draws nothing.
 #include <doctest/doctest.h>
 #include <turbojpeg.h>
 
@@ -74,6 +74,7 @@ class jpeg_source {
   }
   const std::vector<shard_entry>& shards() const noexcept { return shards_; }
   const std::vector<std::byte>& bytes(std::uint64_t i) const { return records_[i]; }
+  void replace(std::uint64_t i, std::vector<std::byte> b) { records_[i] = std::move(b); }
 
  private:
   std::vector<std::vector<std::byte>> records_;
@@ -163,6 +164,62 @@ TEST_CASE("a truncated JPEG: skipped with a corrupt_error naming shard and recor
     }
   });
   CHECK(test::has(what, "record 17"));
+}
+
+TEST_CASE("a 12-bit JPEG fails only its own record: the decoder that refused it is not reused") {
+  // Record 0 is a 12-bit JPEG (libjpeg-turbo's 8-bit decoder refuses its frame header and leaves
+  // the TurboJPEG handle inside that stream); 300 good JPEGs follow, read in order.
+  test::watchdog dog(120s, "image transform after a refused frame");
+  jpeg_source src(301);
+  src.replace(0, test::with_bad_frame(src.bytes(0), test::bad_frame::precision_12));
+  const auto check_skipped = [](const skipped_record& s) {
+    CHECK(s.index == 0);
+    CHECK(test::has(s.what, "corrupt JPEG"));
+    CHECK(test::has(s.what, "file 'img-0.lmdb', record 0"));
+  };
+  for (const error_policy policy : {error_policy::skip, error_policy::substitute}) {
+    for (const std::size_t workers : {1, 2}) {
+      CAPTURE(static_cast<int>(policy));
+      CAPTURE(workers);
+      loader_config c = config(workers);
+      c.order = sample_order::sequential;
+      c.epochs = 1;
+      c.on_error = policy;
+      c.per_record = image::random_resized_crop_transform({.size = 32});
+      loader<jpeg_source> l(src, c);
+      std::size_t records = 0, skipped = 0;
+      while (auto b = l.next()) {
+        records += b->size();
+        for (const auto& s : b->skipped()) {
+          ++skipped;
+          check_skipped(s);
+          CHECK(s.substituted == (policy == error_policy::substitute));
+        }
+      }
+      CHECK(skipped == 1);
+      CHECK(records == (policy == error_policy::skip ? 300u : 301u));
+    }
+  }
+  // throw: the bad record's batch fails, every other batch is delivered whole.
+  loader_config c = config(2);
+  c.order = sample_order::sequential;
+  c.epochs = 1;
+  c.on_error = error_policy::throw_error;
+  c.per_record = image::random_resized_crop_transform({.size = 32});
+  loader<jpeg_source> l(src, c);
+  std::size_t records = 0, failed = 0;
+  for (;;) {
+    try {
+      auto b = l.next();
+      if (!b) break;
+      records += b->size();
+    } catch (const corrupt_error& e) {
+      ++failed;
+      CHECK(test::has(e.what(), "record 0"));
+    }
+  }
+  CHECK(failed == 1);
+  CHECK(records == 301 - c.batch_size);
 }
 
 TEST_CASE("center_crop_transform = eval_crop of each record, the same every epoch") {

@@ -118,6 +118,11 @@ TEST_CASE("lmdb lazy: only the first shard is open after construction; touched s
     CHECK(seven.opened);
     CHECK(seven.first_record == first_of(7));
     CHECK(seven.max_record == value(7, 6).size());
+    // file_of names a record's shard without opening it (the loader's errors name files so).
+    CHECK(src.file_of(first_of(9) + 1) == set.paths[9]);
+    CHECK(src.shards_opened() == 3);
+    CHECK(test::has(test::error_of<config_error>([&] { (void)src.file_of(src.size()); }),
+                    "out of range"));
     // shards() describes every shard: that opens them all.
     CHECK(src.shards().size() == shard_count);
     CHECK(src.shards_opened() == shard_count);

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -257,5 +258,37 @@ TEST_CASE("after failed batches the loader neither hangs nor hands out another b
     CHECK(failed.size() == 60);
     CHECK(good.size() == 120);
     for (std::size_t k = 1; k < good.size(); ++k) CHECK(good[k] > good[k - 1]);
+  }
+}
+
+namespace {
+// A source whose per-thread readers cannot be made (as an lmdb_source's in a forked child).
+struct readerless_source : memory_source {
+  using memory_source::memory_source;
+  struct reader {
+    void read(std::uint64_t, std::span<std::byte>) {}
+  };
+  reader make_reader() const { throw config_error("this source gives no reader here"); }
+};
+}  // namespace
+
+TEST_CASE("a worker that cannot start fails every batch with its error: no abort, no hang") {
+  test::watchdog dog(std::chrono::seconds(60), "workers without readers");
+  readerless_source src(100, 16);
+  for (const error_policy policy : {error_policy::skip, error_policy::throw_error}) {
+    loader_config c = sequential(10);
+    c.on_error = policy;
+    loader<readerless_source> l(src, c);
+    int errors = 0;
+    for (;;) {
+      try {
+        if (!l.next()) break;
+        FAIL_CHECK("a batch was delivered without a reader");
+      } catch (const config_error& e) {
+        ++errors;
+        CHECK(std::string(e.what()).find("gives no reader") != std::string::npos);
+      }
+    }
+    CHECK(errors == 10);
   }
 }

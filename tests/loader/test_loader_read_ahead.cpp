@@ -2,14 +2,18 @@
 // an in-memory source that logs will_need() advice and reads: every unit is advised once per
 // epoch (once more where a resume re-enters a window), before any of its records is read, and
 // at most two windows ahead of the reads; other orders advise nothing. With decode ahead, each
-// unit of the next window is decoded ahead once, in shares spread over this window's batches.
+// unit of the next window is decoded ahead once, in shares spread over this window's batches,
+// and none once the loader's destruction has requested stop.
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <mutex>
 #include <set>
 #include <span>
+#include <thread>
 #include <vector>
 
 #include "gpufeed/loader.hpp"
@@ -229,4 +233,47 @@ TEST_CASE("decode ahead: each unit of the next window once, spread over this win
       CHECK(reads_between >= 64);
     }
   }
+}
+
+namespace {
+
+// A source of 256 KiB records (4 to a 1 MiB unit) whose readers take 40 ms per unit decoded
+// ahead, and count the units started after the test says the loader is being destroyed.
+struct slow_decoding_source : test::memory_source {
+  using memory_source::memory_source;
+  struct reader {
+    const slow_decoding_source* s;
+    void read(std::uint64_t i, std::span<std::byte> dst) { s->read(i, dst); }
+    void decode_ahead(std::uint64_t, std::uint64_t) noexcept {
+      s->started.fetch_add(1);
+      if (s->stopping.load()) s->started_after_stop.fetch_add(1);
+      std::this_thread::sleep_for(std::chrono::milliseconds(40));
+    }
+  };
+  reader make_reader() const { return reader{this}; }
+  mutable std::atomic<int> started{0}, started_after_stop{0};
+  std::atomic<bool> stopping{false};
+};
+static_assert(decode_ahead_reader<slow_decoding_source::reader>);
+
+}  // namespace
+
+TEST_CASE("destroying the loader: no unit is decoded ahead once stop is requested") {
+  // Windows of 16 units (64 records); each batch of 32 records queues 8 units of the next
+  // window behind its own tasks, so with 4 batches planned ahead dozens of units wait.
+  slow_decoding_source src(4 * 16 * 8, 256 << 10);
+  loader_config c = config_of(sample_order::block_shuffled, 2);
+  c.batch_size = 32;
+  c.prefetch = 4;
+  c.shuffle_window = 16;
+  c.decode_ahead = true;
+  {
+    loader<slow_decoding_source> l(src, c);
+    REQUIRE(l.next());
+    src.stopping.store(true);  // the destructor below requests stop after this
+  }
+  CHECK(src.started.load() > 0);  // decode ahead ran
+  // Each worker may start one unit between the store above and the destructor's stop request;
+  // none after it.
+  CHECK(src.started_after_stop.load() <= static_cast<int>(c.workers));
 }

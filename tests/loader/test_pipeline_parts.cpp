@@ -64,6 +64,32 @@ TEST_CASE("resolve_config: automatic knobs get their values, fixed ones win") {
   CHECK(detail::resolve_config<loader_options<>>(fixed_source{}, c, 1).config.workers == 3);
   c.workers = 0;
   CHECK(detail::resolve_config<loader_options<>>(fixed_source{}, c, 1).config.workers == 1);
+  CHECK(detail::resolve_config<loader_options<>>(fixed_source{}, c, 3).config.workers == 1);
+  CHECK(detail::resolve_config<loader_options<>>(fixed_source{}, c, 4).config.workers == 2);
+}
+
+TEST_CASE("resolve_config: a fixed loader_options value cannot be overridden by loader_config") {
+  // loader_options are typed values read once into the run-time config (loader_config.hpp): a
+  // fixed one is used and loader_config's field of the same name is ignored, not an override.
+  loader_config c;
+  c.batch_size = 10;
+  c.part = partition{};
+  c.workers = 7;
+  c.prefetch = 5;
+  c.streams = 3;
+  const auto fixed = detail::resolve_config<loader_options<2, 4, 1>>(fixed_source{}, c, 8);
+  CHECK(fixed.config.workers == 2);
+  CHECK(fixed.config.prefetch == 4);
+  CHECK(fixed.config.streams == 1);
+  const auto deferred = detail::resolve_config<loader_options<>>(fixed_source{}, c, 8);
+  CHECK(deferred.config.workers == 7);
+  CHECK(deferred.config.prefetch == 5);
+  CHECK(deferred.config.streams == 3);
+  // The presets are the same values in a type.
+  const auto preset = detail::resolve_config<io_bound_options>(fixed_source{}, c, 8);
+  CHECK(preset.config.workers == 16);
+  CHECK(preset.config.prefetch == 8);
+  CHECK(preset.config.streams == 2);
 }
 
 TEST_CASE("resolve_config: bad settings are config_errors that name the setting") {

@@ -119,7 +119,7 @@ TEST_CASE("storage-bound random reads: the record size and the locality-aware or
 }
 
 TEST_CASE("wording: one worker, shares never above 100 %, copy time summed over streams") {
-  // Issue 13: "(1 workers)", "use fewer workers" with one worker, "103.0 % on a CPU" beside
+  // Wording once wrong: "(1 workers)", "use fewer workers" with one worker, "103.0 % on a CPU" beside
   // "waited 100.0 % for a free core", "copy engine ran 104 % of the time".
   loader_stats s = recorded(1, 0.95, 1.03, 0.9);
   s.workers[0].runqueue_seconds = s.workers[0].read_seconds;  // schedstat: the whole thread

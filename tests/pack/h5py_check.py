@@ -94,6 +94,16 @@ def make_gzip(path, n, cols):
         f.create_dataset("labels", data=np.arange(n, dtype=np.int64) % 7)
 
 
+def make_f16(path, n, cols):
+    """float16 rows: normal values, subnormals, zeros of both signs, infinities and a NaN."""
+    rng = np.random.default_rng(7)
+    a = (rng.standard_normal((n, cols)) * 100).astype(np.float16)
+    a[0, :6] = np.array([6e-8, -6e-8, 0.0, -0.0, np.inf, -np.inf], dtype=np.float16)
+    a[1, 0] = np.float16(np.nan)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("data", data=a, chunks=(7, cols), compression="gzip")
+
+
 cmd = sys.argv[1]
 if cmd == "shards":
     shards(sys.argv[2], sys.argv[3])
@@ -101,5 +111,7 @@ elif cmd == "rows":
     rows(sys.argv[2], sys.argv[3], sys.argv[4])
 elif cmd == "make-gzip":
     make_gzip(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+elif cmd == "make-f16":
+    make_f16(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
 else:
     fail(f"unknown command {cmd}")

@@ -1,5 +1,6 @@
 // What README.md's C++ blocks leave to the reader: the consumer's stream and kernel, its launch
-// shape, the record transform's decoder, and the standard headers the telemetry line uses.
+// shape, the host loop's consumer, the record transform's decoder, and the standard headers the
+// telemetry line uses.
 #pragma once
 
 #include <cstddef>
@@ -24,6 +25,9 @@ __global__ inline void step(std::byte*, const std::uint64_t*, const std::int64_t
 inline int grid = 1, block = 1;  // unused by the host version of the launch
 inline void step(std::byte*, const std::uint64_t*, const std::int64_t*, std::size_t) {}
 #endif
+
+// The user's code in the host-target loop: rows of `cols` floats, one label per row.
+inline void consume_rows(const float*, std::size_t, std::size_t, const std::int64_t*) {}
 
 // The user's decoder in the record transform block: writes out.size() bytes.
 inline void decode_crop_chw(std::span<const std::byte>, std::span<std::byte> out, bool,

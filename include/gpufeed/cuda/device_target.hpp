@@ -9,8 +9,8 @@
 // a copy finished by querying a per-copy `copied` event (reclaim()), so no thread ever blocks on
 // the device in steady state; host_syncs counts the synchronisations gpufeed does make (drain at
 // teardown only). Not cudaLaunchHostFunc: a host function blocks its stream until the CPU has
-// run it, and on the H200 VM that round trip held every staging slot ~1-2 ms longer than its
-// copy, which capped the loader near 23 GB/s with 8 slots of 8 MiB.
+// run it, and that round trip held every staging slot well past its copy, capping the loader at
+// less than half the link's rate (docs/design.md, "Slot reclaim by event query").
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -213,8 +213,6 @@ class device_engine final : public transfer_engine, public engine_probe {
   }
   void range_pop() noexcept override { nvtxDomainRangePop(detail::nvtx_domain()); }
 
-  [[nodiscard]] stream_handle stream_at(std::size_t s) const noexcept { return streams_[s].get(); }
-
  private:
   struct device_slot {
     device_buffer buffer, output;
@@ -239,8 +237,9 @@ class device_engine final : public transfer_engine, public engine_probe {
   // Which hand-offs the consumer's stream times: the first, then about 1 in 8, chosen by a hash
   // of the hand-off number so the choice cannot beat in step with the slot ring (a periodic
   // stall would be over- or under-sampled by every 8th batch). Why sample: the three timing
-  // events cost ~4.6 us of consumer-stream time per batch on the H200 (bench/handoff_overhead),
-  // 3 % of a 0.16 ms step; sampled, ~0.6 us. The wait and the `consumed` record are free there.
+  // events cost microseconds of consumer-stream time per batch (bench/handoff_overhead measures
+  // it), a few percent of a short step; sampled, an eighth of that. The wait and the `consumed`
+  // record cost nothing measurable there.
   static bool timed_handoff(std::uint64_t n) noexcept {
     if (n == 0) return true;
     std::uint64_t z = n + 0x9E3779B97F4A7C15ull;  // splitmix64's finaliser

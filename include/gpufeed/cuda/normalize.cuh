@@ -10,10 +10,9 @@
 // result is converted to __half / __nv_bfloat16 with round-to-nearest-even. A host reference that
 // does the same float operations in the same order reproduces the output bit for bit.
 //
-// Speed: memory-bound. Per element it reads 1 byte and writes sizeof(Out), so on an H200
-// (HBM3e, 4.8 TB/s peak, ~4.0-4.3 TB/s reachable by a copy kernel) expect ~0.8 G elements/ms for
-// float and ~1.3 G elements/ms for the 16-bit types, i.e. 64 MiB of uint8 in ~80 us (float) or
-// ~50 us (half/bf16). bench/transforms_bench measures it. The vector path needs `in` 4-byte and
+// Speed: memory-bound. Per element it reads 1 byte and writes sizeof(Out), so it runs near the
+// rate of a device-to-device copy of 1 + sizeof(Out) bytes per element; bench/transforms_bench
+// measures it. The vector path needs `in` 4-byte and
 // `out` 4*sizeof(Out)-byte aligned (cudaMalloc and the loader's slots are); other pointers take a
 // correct but slower element-by-element path.
 #pragma once

@@ -17,8 +17,8 @@
 // outside the output rows, whatever the offsets say.
 //
 // Speed: memory-bound; it reads the bytes it keeps and writes every output byte once. E.g. 64 MiB
-// of records averaging 1 KiB, padded to 2 KiB rows, moves ~64 + 128 MiB: ~50 us at the ~4 TB/s
-// an H200's HBM3e reaches in practice (bench/transforms_bench measures it).
+// of records averaging 1 KiB, padded to 2 KiB rows, moves ~64 + 128 MiB of device memory
+// (bench/transforms_bench measures it).
 #pragma once
 
 #include <cub/device/device_reduce.cuh>

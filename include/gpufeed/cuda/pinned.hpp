@@ -1,7 +1,7 @@
 // gpufeed::cuda — page-locked ("pinned") host memory: a move-only buffer and a std::pmr resource.
 //
-// Pinned memory is what makes host-to-device copies both fast (51 GB/s for 16 MiB copies on the
-// H200 machine against 5-10 GB/s pageable) and truly asynchronous: cudaMemcpyAsync from pageable
+// Pinned memory is what makes host-to-device copies both fast (several times the pageable rate:
+// docs/design.md, "One H2D copy per batch") and truly asynchronous: cudaMemcpyAsync from pageable
 // memory is staged by the driver and does not overlap the caller. It is a scarce, expensive
 // resource (allocation takes milliseconds and locks physical pages), so gpufeed allocates it once
 // per loader and never grows it.
@@ -34,7 +34,7 @@ class pinned_buffer : public detail::memory_block<cudaFreeHost, detail::cuda_fre
 };
 
 // std::pmr resource over cudaMallocHost/cudaFreeHost. cudaMallocHost sub-allocates: its pointers
-// are 256-byte aligned but not page aligned (seen on the H200 machine). Larger alignments are
+// are 256-byte aligned but not page aligned (observed with CUDA 13). Larger alignments are
 // met by over-allocating and keeping the original pointer just below the aligned block. Two
 // pinned_resource objects are interchangeable (any may free the other's memory).
 class pinned_resource final : public std::pmr::memory_resource {

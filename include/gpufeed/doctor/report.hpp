@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "gpufeed/doctor/detail/json.hpp"
+#include "gpufeed/detail/json_writer.hpp"
 
 namespace gpufeed {
 
@@ -159,8 +159,8 @@ class doctor_report {
 
   // For scripts: the shape documented at the top of this header.
   [[nodiscard]] std::string to_json_string() const {
-    using detail::doctor::append_json_number;
-    using detail::doctor::append_json_string;
+    using detail::append_json_number;
+    using detail::append_json_string;
     std::string o = "{\"status\": ";
     append_json_string(o, to_string(worst()));
     o += ", \"counts\": {";

@@ -16,13 +16,20 @@
 //   library's message. A warning from libjpeg is a failure, not a grey-filled image.
 // - Grayscale becomes R = G = B; CMYK/YCCK JPEGs are converted as libjpeg-turbo's djpeg does;
 //   progressive JPEGs decode like baseline ones; PNG alpha is dropped.
+// - A call that fails leaves the decoder as good as new: libjpeg keeps a handle inside the
+//   stream it refused (a 12-bit or lossless frame, a zero or over-65,500 side) and would fail
+//   every later image on it ("two SOI markers"), so the TurboJPEG handle is destroyed on any
+//   error and made again by the next call.
 // - An image over options.max_pixels (default PIL's decompression-bomb limit, 2 x 89,478,485)
-//   is an unsupported_error before anything is allocated for it.
+//   is an unsupported_error before anything is allocated for it. A PNG whose header declares
+//   more pixel rows than its bytes can inflate to (deflate expands at most 1032-fold) is a
+//   corrupt_error, also before any allocation.
 // - DCT scaling (JPEG only) gives exactly what `djpeg -scale 1/d` gives for the same file.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <span>
 #include <string>
 
@@ -59,14 +66,15 @@ class image_decoder {
   // The image's format and full size, from its header only.
   [[nodiscard]] image_header header(std::span<const std::byte> bytes,
                                     const error_context& where = {}) {
+    const fresh_after_failure guard(*this);
     image_header h;
     if (detail::image::is_jpeg(bytes)) {
-      const auto jh = detail::image::read_jpeg_header(tj_.get(), bytes, where);
+      const auto jh = detail::image::read_jpeg_header(tj(), bytes, where);
       h = {image_format::jpeg, jh.width, jh.height, jh.components()};
     } else if (detail::image::is_png(bytes)) {
       auto ctx = detail::image::open_png(bytes, where);
       h.format = image_format::png;
-      detail::image::png_size(ctx.get(), h.width, h.height, where);
+      detail::image::png_size(ctx.get(), bytes.size(), h.width, h.height, where);
     } else {
       throw format_error("not a JPEG or PNG image (" + std::to_string(bytes.size()) + " bytes)",
                          where);
@@ -80,19 +88,20 @@ class image_decoder {
   // returns the header and the scale used.
   decoded decode(std::span<const std::byte> bytes, rgb_image& out, const error_context& where = {},
                  int min_width = 0, int min_height = 0) {
+    const fresh_after_failure guard(*this);
     decoded d;
     if (detail::image::is_jpeg(bytes)) {
-      const auto jh = detail::image::read_jpeg_header(tj_.get(), bytes, where);
+      const auto jh = detail::image::read_jpeg_header(tj(), bytes, where);
       d.header = {image_format::jpeg, jh.width, jh.height, jh.components()};
       check_size(d.header, where);
       d.scale_denom = detail::image::scale_denom_for(jh.width, jh.height, min_width, min_height);
-      detail::image::decode_jpeg(tj_.get(), bytes, jh, d.scale_denom, out, where);
+      detail::image::decode_jpeg(tj(), bytes, jh, d.scale_denom, out, where);
     } else if (detail::image::is_png(bytes)) {
       auto ctx = detail::image::open_png(bytes, where);
       d.header.format = image_format::png;
-      detail::image::png_size(ctx.get(), d.header.width, d.header.height, where);
+      detail::image::png_size(ctx.get(), bytes.size(), d.header.width, d.header.height, where);
       check_size(d.header, where);
-      detail::image::decode_png(ctx.get(), out, where);
+      detail::image::decode_png(ctx.get(), bytes.size(), out, where);
     } else {
       (void)header(bytes, where);  // throws the format_error
     }
@@ -106,16 +115,38 @@ class image_decoder {
       throw config_error("JPEG scale 1/" + std::to_string(scale_denom) +
                          " is not one of 1, 1/2, 1/4, 1/8", where);
     if (!detail::image::is_jpeg(bytes)) (void)header(bytes, where);
-    const auto jh = detail::image::read_jpeg_header(tj_.get(), bytes, where);
+    const fresh_after_failure guard(*this);
+    const auto jh = detail::image::read_jpeg_header(tj(), bytes, where);
     image_header h{image_format::jpeg, jh.width, jh.height, jh.components()};
     check_size(h, where);
-    detail::image::decode_jpeg(tj_.get(), bytes, jh, scale_denom, out, where);
+    detail::image::decode_jpeg(tj(), bytes, jh, scale_denom, out, where);
     return h;
   }
 
   [[nodiscard]] const decoder_options& options() const noexcept { return options_; }
 
  private:
+  // Destroys the TurboJPEG handle when the scope it guards is left by an exception.
+  class fresh_after_failure {
+   public:
+    explicit fresh_after_failure(image_decoder& d) noexcept : d_(d) {}
+    fresh_after_failure(const fresh_after_failure&) = delete;
+    fresh_after_failure& operator=(const fresh_after_failure&) = delete;
+    ~fresh_after_failure() {
+      if (std::uncaught_exceptions() > unwinding_) d_.tj_.reset();
+    }
+
+   private:
+    image_decoder& d_;
+    int unwinding_ = std::uncaught_exceptions();
+  };
+
+  // The handle, made again after a failure destroyed it (library_error when that fails).
+  tjhandle tj() {
+    if (!tj_.valid()) tj_ = detail::image::make_decompressor();
+    return tj_.get();
+  }
+
   void check_size(const image_header& h, const error_context& where) const {
     const auto px = static_cast<std::uint64_t>(h.width) * static_cast<std::uint64_t>(h.height);
     if (px > options_.max_pixels)

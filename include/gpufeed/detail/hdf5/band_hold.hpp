@@ -2,8 +2,8 @@
 //
 // A row of h5py's automatic chunks spans a band of 64 chunks; pinning them per record took the
 // source's cache mutex twice with 64 table lookups each, for every 16 KiB row: with 14 workers
-// that one mutex bounded the sequential rate (1.9 GB/s against 14 x 0.41 single-thread on the
-// H200, 2026-12-02). In sequential order a worker's task reads up to 512 rows of one band, so the
+// that one mutex bounded the sequential rate far below 14 x the single-thread rate
+// (docs/design.md, "HDF5 compressed chunks"). In sequential order a worker's task reads up to 512 rows of one band, so the
 // reader keeps the band's chunks pinned from one record to the next and counts the reads it
 // served, adding them to the chunks' read counts when it lets go (a pinned chunk is never
 // evicted, so counting late changes no eviction). It lets go when a record needs another band,

@@ -49,9 +49,26 @@ inline const char* type_class_name(H5T_class_t c) noexcept {
   }
 }
 
+// The stored type `ftype` in native byte order (what keep_float16 delivers for 2-byte floats).
+inline handle stored_in_native_order(hid_t ftype, const std::string& file) {
+  handle t = checked(H5Tcopy(ftype), H5Tclose, "H5Tcopy", "cannot copy the type", file);
+  if (H5Tget_size(ftype) > 1)
+    check(H5Tset_order(t.get(), H5Tget_order(H5T_NATIVE_INT)), "H5Tset_order",
+          "cannot set order", file);
+  return t;
+}
+
+// True for 2-byte floating-point types (float16): H5Tget_native_type widens them to float32.
+inline bool is_float16(hid_t ftype) noexcept {
+  return H5Tget_class(ftype) == H5T_FLOAT && H5Tget_size(ftype) == 2;
+}
+
 // Describes dataset `what`'s stored type `ftype`. unsupported_error for anything but integers
-// and floats of 1, 2, 4 or 8 bytes. The caller holds a library_lock.
-inline dtype_info describe_dtype(hid_t ftype, const std::string& file, const std::string& what) {
+// and floats of 1, 2, 4 or 8 bytes. keep_float16: a 2-byte float's memory type is itself (in
+// native order) rather than float32 (hdf5_options::keep_float16). The caller holds a
+// library_lock.
+inline dtype_info describe_dtype(hid_t ftype, const std::string& file, const std::string& what,
+                                 bool keep_float16 = false) {
   const H5T_class_t cls = H5Tget_class(ftype);
   const std::size_t fsize = H5Tget_size(ftype);
   if (cls != H5T_INTEGER && cls != H5T_FLOAT) {
@@ -76,8 +93,10 @@ inline dtype_info describe_dtype(hid_t ftype, const std::string& file, const std
   d.swap = fsize > 1 && order != native;
   if (d.swap) d.name += order == H5T_ORDER_BE ? " big-endian" : " little-endian";
 
-  d.memtype = checked(H5Tget_native_type(ftype, H5T_DIR_ASCEND), H5Tclose, "H5Tget_native_type",
-                      "cannot find a native type for " + what, file);
+  d.memtype = keep_float16 && is_float16(ftype)
+                  ? stored_in_native_order(ftype, file)
+                  : checked(H5Tget_native_type(ftype, H5T_DIR_ASCEND), H5Tclose,
+                            "H5Tget_native_type", "cannot find a native type for " + what, file);
   d.size = H5Tget_size(d.memtype.get());
   if (d.size != fsize) {
     d.not_exact_why = "its " + d.name + " elements are converted to " + std::to_string(d.size) +

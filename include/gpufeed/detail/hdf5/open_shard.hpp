@@ -205,7 +205,7 @@ inline shard_index open_shard(const std::filesystem::path& p, const hdf5_options
   const std::string what = "dataset '" + req.dataset + "'";
   const auto dims = dataset_dims(dset.get(), file, req.dataset);
   handle ftype = checked(H5Dget_type(dset.get()), H5Tclose, "H5Dget_type", "no datatype", file);
-  dtype_info dt = describe_dtype(ftype.get(), file, what);
+  dtype_info dt = describe_dtype(ftype.get(), file, what, req.keep_float16);
   s.rank = static_cast<int>(dims.size());
   for (int d = 0; d < s.rank; ++d) s.dims[d] = dims[d];
   s.element_size = dt.size;

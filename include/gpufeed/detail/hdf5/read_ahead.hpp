@@ -15,14 +15,19 @@
 
 namespace gpufeed::detail::hdf5 {
 
-// Test-only observation point: when set, called with each extent advised (file, offset, bytes).
+#ifdef GPUFEED_TESTING
+// Test-only observation point (test targets define GPUFEED_TESTING): when set, called with each
+// extent advised (file, offset, bytes).
 using advise_hook = void (*)(const std::string& path, std::uint64_t offset,
                              std::uint64_t bytes) noexcept;
 inline std::atomic<advise_hook> advise_observer{nullptr};
+#endif
 
 inline void advise_extent(const shard_index& s, std::uint64_t at, std::uint64_t bytes) noexcept {
   if (bytes == 0) return;
+#ifdef GPUFEED_TESTING
   if (const auto hook = advise_observer.load(std::memory_order_relaxed)) hook(s.path, at, bytes);
+#endif
   (void)::posix_fadvise(s.file.fd(), static_cast<off_t>(at), static_cast<off_t>(bytes),
                         POSIX_FADV_WILLNEED);
 }

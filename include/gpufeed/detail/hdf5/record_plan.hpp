@@ -6,7 +6,7 @@
 // chunks of its band (chunk row r / chunk[0], every chunk across the other dimensions), and its
 // part of each is row 0's part moved down by (r % chunk[0]) chunk rows. So a shard computes its
 // row plan once at open and a read only adds the shift. Working it out per record cost a fifth
-// of a worker's time on h5py's 64-chunk rows (perf, 2026-12-02: two chunk_part constructions per
+// of a worker's time on h5py's 64-chunk rows (in perf: two chunk_part constructions per
 // chunk per record). Blob records (byte ranges) get a plan per read.
 #pragma once
 

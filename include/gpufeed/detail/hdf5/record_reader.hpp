@@ -33,12 +33,14 @@
 
 namespace gpufeed::detail::hdf5 {
 
-// Test-only observation point: when set, called once per chunk decode (read and filters undone)
-// with the shard and the chunk, from the decoding thread. Tests count decodes per chunk with it
-// (each chunk decoded once per epoch in sequential order). Unset: one relaxed load per decoded
-// chunk, nothing per record.
+#ifdef GPUFEED_TESTING
+// Test-only observation point (test targets define GPUFEED_TESTING): when set, called once per
+// chunk decode (read and filters undone) with the shard and the chunk, from the decoding thread.
+// Tests count decodes per chunk with it (each chunk decoded once per epoch in sequential order).
+// Unset: one relaxed load per decoded chunk, nothing per record.
 using chunk_decode_hook = void (*)(const shard_index&, const chunk_entry&) noexcept;
 inline std::atomic<chunk_decode_hook> chunk_decode_observer{nullptr};
+#endif
 
 class record_reader {
  public:
@@ -228,7 +230,7 @@ class record_reader {
     // 16 KiB row over 64 chunks. Rows of the band held from the last record take no lock at
     // all (band_hold.hpp) — also rows of one chunk (pack's shards: 64 rows a chunk), whose two
     // lock round trips per record left 14 workers waiting for the cache's lock a quarter of
-    // their time in sequential order (H200, 2026-12-02).
+    // their time in sequential order (docs/design.md, "HDF5 compressed chunks").
     deferred_.clear();
     const bool rows = plan == &s.rows.plan;
     const std::uint64_t band = key_base + base;
@@ -331,7 +333,9 @@ class record_reader {
   // Reads chunk c and undoes its filters into `out` (exactly chunk_bytes long).
   void decode(const shard_index& s, const chunk_entry& c, std::uint64_t chunk,
               std::span<std::byte> out, std::uint64_t global) {
+#ifdef GPUFEED_TESTING
     if (const auto hook = chunk_decode_observer.load(std::memory_order_relaxed)) hook(s, c);
+#endif
     if (s.unfiltered(c)) {  // size == chunk_bytes, checked at open
       s.file.read_exact(out.data(), out.size(), c.address, global);
       return;

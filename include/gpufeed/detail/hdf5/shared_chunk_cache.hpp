@@ -5,7 +5,7 @@
 // and condition variable; a chunk lives in the stripe of its group (the caller's contract: a
 // key always comes with the same group; hdf5 readers pass the chunk's band, so one record's
 // chunks share one lock). One mutex for the whole table bounded block_shuffled: a record read
-// takes it twice, and 14 workers waited for it 7-12 % of their time (H200, 2026-12-02). A chunk
+// takes it twice, and 14 workers waited for it a tenth of their time (docs/design.md). A chunk
 // absent from its stripe is entered as "decoding" by the first reader that wants it, which
 // decodes outside the lock; readers that want it meanwhile do not decode it again: try_get()
 // tells them it is busy (a record over many chunks takes its other chunks first), get() waits on
@@ -26,8 +26,8 @@
 //      multiple of its users), from any stripe (each stripe's most recently released first). In
 //      one epoch each record is read once, so a spent chunk is not needed again this epoch, and
 //      the newest one's buffer, which the new chunk is decoded into, was read last and is the
-//      likeliest still in the CPU's caches (H200, 2026-12-04: LZ4 block_shuffled +13-41 %,
-//      sequential +9-16 % against oldest first; docs/design.md).
+//      likeliest still in the CPU's caches (faster than oldest first: docs/design.md, "HDF5
+//      compressed chunks").
 //   2. otherwise an unpinned chunk, each stripe's least recently used first.
 // Hence: if the budget holds every chunk that is open at once (decoded, with records still to
 // read this epoch) plus one per reader decoding — in block_shuffled order, the window's units plus
@@ -242,9 +242,9 @@ class shared_chunk_cache {
   }
   // Forgets every chunk no reader holds (the next read decodes it again) but keeps its buffer,
   // still counted in the held bytes, for the next decode of that size: a decode into a buffer
-  // the allocator just handed back faults in fresh pages (on the 2-core development VM the
-  // kernel's page zeroing took 35-42 % of compressed_bench's CPU, perf 2026-12-03; on the H200
-  // host it measured within the noise). A decode that needs room frees spare buffers of other
+  // the allocator just handed back faults in fresh pages (on a 2-core machine the kernel's page
+  // zeroing took over a third of compressed_bench's CPU; on a 16-core one it was within the
+  // noise). A decode that needs room frees spare buffers of other
   // sizes first.
   void forget_unused() noexcept {
     clear_unused(/*keep_counted=*/true, [this](spare_buffer b) noexcept {

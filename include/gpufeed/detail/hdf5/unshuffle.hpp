@@ -3,7 +3,7 @@
 // unchanged; buffers of one element or fewer, or elements of one byte, are stored as they are.
 //
 // Why not one generic loop: it writes one byte per iteration at a stride, about 0.6 GB/s, and
-// on h5py's gzip+shuffle chunks that was a fifth of a worker's time (perf, 2026-12-02). Element
+// on h5py's gzip+shuffle chunks that was a fifth of a worker's time (in perf). Element
 // sizes 2, 4 and 8 (float16/32/64, int16/32/64) interleave 16 elements per step with SSE2
 // unpacks, present on every x86-64, whatever flags the user compiles with (-O2 does not
 // vectorise the loop); other sizes and other CPUs use a loop over elements that the compiler can

@@ -18,16 +18,20 @@
 
 namespace gpufeed::detail::lmdb {
 
-// Test-only observation point: when set, called with each extent advised (data file, offset in
-// it, bytes).
+#ifdef GPUFEED_TESTING
+// Test-only observation point (test targets define GPUFEED_TESTING): when set, called with each
+// extent advised (data file, offset in it, bytes).
 using advise_hook = void (*)(const std::string& data_file, std::uint64_t offset,
                              std::uint64_t bytes) noexcept;
 inline std::atomic<advise_hook> advise_observer{nullptr};
+#endif
 
 inline void advise_pages(const shard& s, std::uint64_t at, std::uint64_t end) noexcept {
   if (end <= at) return;
+#ifdef GPUFEED_TESTING
   if (const auto hook = advise_observer.load(std::memory_order_relaxed))
     hook(s.data_file, at, end - at);
+#endif
   (void)::madvise(const_cast<std::byte*>(s.valid.base) + at, end - at, MADV_WILLNEED);
 }
 

@@ -111,8 +111,8 @@ std::size_t slot_data_bytes(const Source& src, const loader_config& c, std::size
 template <class Options, source Source>
 pipeline_setup resolve_config(const Source& src, loader_config c,
                               unsigned cores = std::thread::hardware_concurrency()) {
-  // Default workers: all cores but two, which the planner and the consumer need (16 workers on
-  // the 16-core H200 host lost ~8 % to run-queue waits).
+  // Default workers: all cores but two, which the planner and the consumer need (as many workers
+  // as cores lost time to run-queue waits).
   c.workers = pick(Options::workers, c.workers, cores > 3 ? cores - 2 : 1);
   c.prefetch = pick(Options::prefetch, c.prefetch, 8);
   c.streams = pick(Options::streams, c.streams, 2);

@@ -28,6 +28,7 @@
 #include "gpufeed/detail/loader/delivery.hpp"
 #include "gpufeed/detail/loader/error_policy.hpp"
 #include "gpufeed/detail/loader/planning.hpp"
+#include "gpufeed/detail/loader/read_stage.hpp"
 #include "gpufeed/detail/loader/read_ahead.hpp"
 #include "gpufeed/detail/loader/record_stage.hpp"
 #include "gpufeed/detail/loader/state.hpp"
@@ -35,31 +36,29 @@
 
 namespace gpufeed::detail {
 
-// Names the calling thread's work in a profiler's timeline while in scope (no probe: nothing).
-class probe_range {
- public:
-  probe_range(engine_probe* p, const char* name) noexcept : probe_(p) {
-    if (probe_) probe_->range_push(name);
-  }
-  probe_range(const probe_range&) = delete;
-  probe_range& operator=(const probe_range&) = delete;
-  ~probe_range() {
-    if (probe_) probe_->range_pop();
-  }
-
- private:
-  engine_probe* probe_;
-};
-
 template <source Source>
 class producer {
  public:
   producer(const Source& src, loader_state& state)
       : source_(src), s_(state), read_ahead_(src, state.setup) {}
 
+  // Nothing the planner throws leaves its thread: a batch it cannot plan fails with the error
+  // (plan_batch's), and anything else fails the next batch and ends the stream there.
   void plan_loop(std::stop_token st) {
-    const pipeline_setup& p = s_.setup;
     std::uint64_t sequence = 0;
+    try {
+      plan_batches(st, sequence);
+    } catch (...) {
+      ready_entry e;
+      e.meta.sequence = sequence;
+      e.error = std::current_exception();
+      s_.ready.put(std::move(e));
+      s_.ready.end_at(sequence + 1);
+    }
+  }
+
+  void plan_batches(std::stop_token st, std::uint64_t& sequence) {
+    const pipeline_setup& p = s_.setup;
     sampler_state at = p.start;
     std::uint64_t number = p.order.batch_number(at);  // this rank's batch within the epoch
     for (;;) {
@@ -90,6 +89,24 @@ class producer {
       const auto ahead = read_ahead_.planning(at);
       try {
         plan_batch(source_, p, slot);
+        if (slot.meta.records) {
+          const std::uint64_t* idx = slot_layout::indices(slot.buffer.data(), p.layout());
+          if (p.sorted_tasks) sort_positions(slot, idx);
+          split_tasks(source_, *s, idx, slot.meta.records, p.config.chunk_records, p.unit_tasks,
+                      tasks_);
+          slot.pending.store(tasks_.size(), std::memory_order_relaxed);
+          // Behind the batch's own tasks: its share of the next window to decode ahead
+          // (read_ahead.hpp), cut into at most one contiguous run of slots per worker.
+          if (ahead) {
+            const std::uint64_t n = ahead->end - ahead->first;
+            const std::uint64_t parts = std::min<std::uint64_t>(n, p.config.workers);
+            for (std::uint64_t k = 0; k < parts; ++k)
+              tasks_.push_back(chunk_task{
+                  decode_ahead_task, static_cast<std::size_t>(ahead->first + n * k / parts),
+                  static_cast<std::size_t>(ahead->first + n * (k + 1) / parts), ahead->epoch,
+                  ahead->window});
+          }
+        }
       } catch (...) {
         slot.error = std::current_exception();
         slot.meta.records = 0;
@@ -102,30 +119,31 @@ class producer {
         finish(*s, st);
         continue;
       }
-      const std::uint64_t* idx = slot_layout::indices(slot.buffer.data(), p.layout());
-      if (p.sorted_tasks) sort_positions(slot, idx);
-      split_tasks(source_, *s, idx, slot.meta.records, p.config.chunk_records, p.unit_tasks, tasks_);
-      slot.pending.store(tasks_.size(), std::memory_order_relaxed);
-      // Behind the batch's own tasks: its share of the next window to decode ahead
-      // (read_ahead.hpp), cut into at most one contiguous run of slots per worker.
-      if (ahead) {
-        const std::uint64_t n = ahead->end - ahead->first;
-        const std::uint64_t parts = std::min<std::uint64_t>(n, p.config.workers);
-        for (std::uint64_t k = 0; k < parts; ++k)
-          tasks_.push_back(chunk_task{decode_ahead_task, static_cast<std::size_t>(ahead->first + n * k / parts),
-                                      static_cast<std::size_t>(ahead->first + n * (k + 1) / parts),
-                                      ahead->epoch, ahead->window});
-      }
       // One lock and one wake-up for the whole batch: a notify per chunk cost ~3 us each.
       if (!s_.work.push_all(std::span<chunk_task>(tasks_), st)) return;
     }
   }
 
+  // No exception leaves a worker thread (it would be std::terminate): whatever a task throws
+  // outside its records' reads and transforms (which the error policy handles) fails that task's
+  // batch; a worker that cannot start (its reader cannot be made) fails every batch task it takes
+  // with that error, so the consumer receives it instead of waiting for ever.
   void work_loop(std::stop_token st, std::size_t w) {
-    const slot_layout l = s_.setup.layout();
+    std::exception_ptr broken;
+    try {
+      run_tasks(st, w);
+      return;
+    } catch (...) {
+      broken = std::current_exception();
+    }
+    while (auto task = s_.work.pop(st))
+      if (task->slot != decode_ahead_task) task_failed(*task, broken, st);
+  }
+
+ private:
+  void run_tasks(std::stop_token st, std::size_t w) {
     auto reader = make_reader(source_);
     record_stage<Source> stage(source_, s_.setup);
-    const bool transform = static_cast<bool>(s_.setup.config.per_record);
     std::vector<std::size_t> late;  // a task's positions whose reads were deferred
     worker_counters& c = s_.meter.worker(w);
     c.tid.store(static_cast<long>(::gettid()));
@@ -138,88 +156,65 @@ class producer {
         c.idle_ns.fetch_add(s_.meter.since_consumer_start_ns(t0), std::memory_order_relaxed);
         if (!task) return;
       }
-      if (task->slot == decode_ahead_task) {
+      if (task->slot == decode_ahead_task) {  // skipped, and cut short, once stop is requested
         const auto t0 = steady::now();
-        read_ahead_.decode_ahead(reader, task->epoch, task->window, task->begin, task->end);
+        read_ahead_.decode_ahead(reader, task->epoch, task->window, task->begin, task->end, st);
         c.read_ns.fetch_add(since_ns(t0), std::memory_order_relaxed);
         continue;
       }
-      staging_slot& slot = s_.staging[task->slot];
-      std::byte* base = slot.buffer.data();
-      const std::uint64_t* idx = slot_layout::indices(base, l);
-      const std::uint64_t* off = slot_layout::offsets(base, l);
-      std::byte* data = slot_layout::data(base, l);
-      const auto t0 = steady::now();
-      std::uint64_t bytes = 0, failures = 0, transform_ns = 0;
-      if (transform) {
-        probe_range range(s_.engine->probe(), "gpufeed read + transform");
-        bytes = stage.run(reader, slot, l, task->begin, task->end, failures, transform_ns);
-      } else {
-        probe_range range(s_.engine->probe(), "gpufeed read");
-        // A record whose chunk another worker is decoding is left for the end of the task
-        // (deferring_reader): the worker reads the task's other records meanwhile.
-        late.clear();
-        auto failed = [&](std::size_t k, std::exception_ptr e) {
-          ++failures;
-          std::lock_guard lock(slot.failure_mutex);
-          slot.failures.push_back(record_failure{k, std::move(e)});
-        };
-        auto read_one = [&](std::size_t k) {
-          try {
-            const std::span<std::byte> dst(data + off[k], off[k + 1] - off[k]);
-            if constexpr (deferring_reader<decltype(reader)>) {
-              if (!reader.try_read(idx[k], dst)) {
-                late.push_back(k);
-                return;
-              }
-            } else {
-              reader.read(idx[k], dst);
-            }
-            bytes += off[k + 1] - off[k];
-          } catch (...) {
-            failed(k, std::current_exception());
-          }
-        };
-        auto finish_late = [&] {
-          if constexpr (deferring_reader<decltype(reader)>) {
-            for (const std::size_t k : late) {
-              try {
-                reader.finish_deferred(idx[k], std::span(data + off[k], off[k + 1] - off[k]));
-                bytes += off[k + 1] - off[k];
-              } catch (...) {
-                failed(k, std::current_exception());
-              }
-            }
-          }
-        };
-        if (!s_.setup.sorted_tasks) {
-          for (std::size_t k = task->begin; k < task->end; ++k) read_one(k);
-        } else {
-          // The task's range of the batch's record order (sort_positions), started at this
-          // worker's own offset: workers whose tasks overlap in units do not reach them in the
-          // same order and queue behind each other's decodes.
-          const std::size_t* first = slot.read_order.data() + task->begin;
-          const std::size_t n = task->end - task->begin;
-          const std::size_t workers = s_.setup.config.workers;
-          const std::size_t from = w % workers * n / workers;
-          for (std::size_t j = 0; j < n; ++j) read_one(first[(from + j) % n]);
-        }
-        finish_late();
+      try {
+        run_task(reader, stage, *task, w, late, c);
+      } catch (...) {
+        task_failed(*task, std::current_exception(), st);
+        continue;
       }
-      const std::uint64_t wall = since_ns(t0);
-      c.read_ns.fetch_add(wall, std::memory_order_relaxed);
-      if (transform) c.transform_ns.fetch_add(transform_ns, std::memory_order_relaxed);
-      s_.timeline.add_ending_now(w, transform ? "read + transform" : "read", wall,
-                                 slot.meta.sequence);
-      c.records.fetch_add(task->end - task->begin, std::memory_order_relaxed);
-      c.bytes.fetch_add(bytes, std::memory_order_relaxed);
-      c.chunks.fetch_add(1, std::memory_order_relaxed);
-      c.failures.fetch_add(failures, std::memory_order_relaxed);
-      if (slot.pending.fetch_sub(1, std::memory_order_acq_rel) == 1) finish(task->slot, st);
+      if (s_.staging[task->slot].pending.fetch_sub(1, std::memory_order_acq_rel) == 1)
+        finish(task->slot, st);
     }
   }
 
- private:
+  // Reads (and transforms) task t's records into its staging slot.
+  template <class Reader>
+  void run_task(Reader& reader, record_stage<Source>& stage, const chunk_task& t, std::size_t w,
+                std::vector<std::size_t>& late, worker_counters& c) {
+    const slot_layout l = s_.setup.layout();
+    staging_slot& slot = s_.staging[t.slot];
+    const bool transform = static_cast<bool>(s_.setup.config.per_record);
+    const auto t0 = steady::now();
+    std::uint64_t bytes = 0, failures = 0, transform_ns = 0;
+    if (transform) {
+      probe_range range(s_.engine->probe(), "gpufeed read + transform");
+      bytes = stage.run(reader, slot, l, t.begin, t.end, failures, transform_ns);
+    } else {
+      probe_range range(s_.engine->probe(), "gpufeed read");
+      const std::size_t* order = s_.setup.sorted_tasks ? slot.read_order.data() : nullptr;
+      bytes = read_records(reader, slot, l, t.begin, t.end, order, w, s_.setup.config.workers,
+                           late, failures);
+    }
+    const std::uint64_t wall = since_ns(t0);
+    c.read_ns.fetch_add(wall, std::memory_order_relaxed);
+    if (transform) c.transform_ns.fetch_add(transform_ns, std::memory_order_relaxed);
+    s_.timeline.add_ending_now(w, transform ? "read + transform" : "read", wall,
+                               slot.meta.sequence);
+    c.records.fetch_add(t.end - t.begin, std::memory_order_relaxed);
+    c.bytes.fetch_add(bytes, std::memory_order_relaxed);
+    c.chunks.fetch_add(1, std::memory_order_relaxed);
+    c.failures.fetch_add(failures, std::memory_order_relaxed);
+  }
+
+  // Task t of a batch threw `e` outside its records' own error handling: the batch fails with
+  // it under every policy (a fatal failure), and the task counts as done.
+  void task_failed(const chunk_task& t, std::exception_ptr e, std::stop_token st) {
+    staging_slot& slot = s_.staging[t.slot];
+    try {
+      std::lock_guard lock(slot.failure_mutex);
+      slot.failures.push_back(record_failure{t.begin, std::move(e), true});
+    } catch (...) {  // no room for the failure: the batch still fails
+      slot.error = std::current_exception();
+    }
+    if (slot.pending.fetch_sub(1, std::memory_order_acq_rel) == 1) finish(t.slot, st);
+  }
+
   // A free staging slot. Slots come back through the engine's reclaim() (an event query per
   // copy in flight on a device, never a wait); between polls the planner yields first, so a slot
   // freed microseconds later is taken at once, then waits 20 us, or, for an engine that
@@ -280,12 +275,16 @@ class producer {
     staging_slot& slot = s_.staging[s];
     ready_entry e;
     if (!slot.error) {
-      std::lock_guard lock(slot.failure_mutex);
-      const record_transform& f = s_.setup.config.per_record;
-      if (f && !f.is_fixed())
-        e.skipped = pack_bounded(slot, s_.setup.layout(), f.output_bytes(), s_.setup.config.on_error);
-      else
-        e.skipped = apply_error_policy(slot, s_.setup.layout(), s_.setup.config.on_error);
+      try {
+        std::lock_guard lock(slot.failure_mutex);
+        const record_transform& f = s_.setup.config.per_record;
+        if (f && !f.is_fixed())
+          e.skipped = pack_bounded(slot, s_.setup.layout(), f.output_bytes(), s_.setup.config.on_error);
+        else
+          e.skipped = apply_error_policy(slot, s_.setup.layout(), s_.setup.config.on_error);
+      } catch (...) {
+        slot.error = std::current_exception();
+      }
     }
     for (const auto& r : e.skipped) s_.meter.skipped(r);
     e.meta = slot.meta;

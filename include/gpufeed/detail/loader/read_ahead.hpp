@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <stop_token>
 #include <utility>
 #include <vector>
 
@@ -71,7 +72,6 @@ class window_read_ahead {
           if (jumped) advise(at.epoch, w);
           if (!last) advise(at.epoch, w + 1);
         }
-        ++windows_advised_;
       }
       if (!decode_) return std::nullopt;
       ahead_share a;
@@ -109,11 +109,12 @@ class window_read_ahead {
   }
 
   // Decodes ahead slots [first, end) of window w of `epoch` with the worker's reader. The units
-  // are listed first and decoded after: the order's lock is not held while chunks decode.
-  // Never throws.
+  // are listed first and decoded after: the order's lock is not held while chunks decode. Once
+  // `stop` is requested (the loader is being destroyed) no further unit starts: work for a
+  // window nobody will read must not hold up the destructor. Never throws.
   template <class Reader>
   void decode_ahead(Reader& r, std::uint64_t epoch, std::uint64_t w, std::uint64_t first,
-                    std::uint64_t end) const noexcept {
+                    std::uint64_t end, const std::stop_token& stop = {}) const noexcept {
     if constexpr (decode_ahead_reader<Reader>) {
       try {
         std::vector<std::uint64_t> units;
@@ -124,16 +125,16 @@ class window_read_ahead {
           ++n;
         });
         const record_units& u = order_.units();
-        for (const std::uint64_t unit : units) r.decode_ahead(u.begin(unit), u.end(unit) - u.begin(unit));
+        for (const std::uint64_t unit : units) {
+          if (stop.stop_requested()) return;
+          r.decode_ahead(u.begin(unit), u.end(unit) - u.begin(unit));
+        }
       } catch (...) {
       }
     } else {
-      (void)r, (void)epoch, (void)w, (void)first, (void)end;
+      (void)r, (void)epoch, (void)w, (void)first, (void)end, (void)stop;
     }
   }
-
-  // Windows entered so far (tests).
-  [[nodiscard]] std::uint64_t windows_entered() const noexcept { return windows_advised_; }
 
  private:
   // Units in window w (the last window of an epoch may be short).
@@ -158,7 +159,6 @@ class window_read_ahead {
   std::pair<std::uint64_t, std::uint64_t> bounds_;            // its positions (decode ahead)
   std::uint64_t ahead_epoch_ = none, ahead_window_ = none;    // the window decoded ahead
   std::uint64_t ahead_done_ = 0;                              // its slots handed out so far
-  std::uint64_t windows_advised_ = 0;
 };
 
 }  // namespace gpufeed::detail

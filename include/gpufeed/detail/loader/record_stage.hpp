@@ -27,7 +27,9 @@
 
 namespace gpufeed::detail {
 
-// Sources that list their shards (hdf5_source, lmdb_source): path, first_record, records each.
+// Sources that list their shards without opening them (a test's in-memory shards): path,
+// first_record, records each. hdf5_source and lmdb_source, whose shards() opens every shard,
+// name files through file_of() instead.
 template <class S>
 concept sharded_source = requires(const S& s) {
   s.shards().begin()->path;
@@ -35,18 +37,25 @@ concept sharded_source = requires(const S& s) {
   { s.shards().begin()->records } -> std::convertible_to<std::uint64_t>;
 };
 
-// The shard file that holds record i, or "" when the source does not say.
+// The file that holds record i, or "" when the source does not say. Never opens a file
+// (file_naming_source) and never throws: it names the file in an error being reported, and a
+// failure to name it must not replace that error (or escape a worker's catch handler).
 template <source S>
-std::string shard_file_of(const S& s, std::uint64_t i) {
-  if constexpr (sharded_source<S>) {
-    const auto& v = s.shards();
-    auto it = std::upper_bound(v.begin(), v.end(), i, [](std::uint64_t x, const auto& shard) {
-      return x < static_cast<std::uint64_t>(shard.first_record);
-    });
-    if (it != v.begin()) {
-      --it;
-      if (i - it->first_record < it->records) return std::filesystem::path(it->path).string();
+std::string shard_file_of(const S& s, std::uint64_t i) noexcept {
+  try {
+    if constexpr (file_naming_source<S>) {
+      return std::filesystem::path(s.file_of(i)).string();
+    } else if constexpr (sharded_source<S>) {
+      const auto& v = s.shards();
+      auto it = std::upper_bound(v.begin(), v.end(), i, [](std::uint64_t x, const auto& shard) {
+        return x < static_cast<std::uint64_t>(shard.first_record);
+      });
+      if (it != v.begin()) {
+        --it;
+        if (i - it->first_record < it->records) return std::filesystem::path(it->path).string();
+      }
     }
+  } catch (...) {
   }
   (void)s;
   (void)i;

@@ -18,7 +18,25 @@
 #include <string>
 #include <vector>
 
+#include "gpufeed/target.hpp"
+
 namespace gpufeed::detail {
+
+// Names the calling thread's work in a profiler's timeline while in scope (no probe: nothing).
+class probe_range {
+ public:
+  probe_range(engine_probe* p, const char* name) noexcept : probe_(p) {
+    if (probe_) probe_->range_push(name);
+  }
+  probe_range(const probe_range&) = delete;
+  probe_range& operator=(const probe_range&) = delete;
+  ~probe_range() {
+    if (probe_) probe_->range_pop();
+  }
+
+ private:
+  engine_probe* probe_;
+};
 
 struct trace_event {
   const char* name;        // static string

@@ -25,23 +25,10 @@
 #include <utility>
 #include <vector>
 
-#include "gpufeed/detail/order/units.hpp"
 #include "gpufeed/detail/permutation.hpp"
+#include "gpufeed/sample_order.hpp"
 
 namespace gpufeed {
-
-// The epoch order (see sampler.hpp).
-enum class sample_order { shuffled, sequential, block_shuffled };
-
-inline const char* to_string(sample_order o) noexcept {
-  switch (o) {
-    case sample_order::shuffled: return "shuffled";
-    case sample_order::sequential: return "sequential";
-    case sample_order::block_shuffled: return "block_shuffled";
-  }
-  return "?";
-}
-
 namespace detail {
 
 class epoch_sequence {

@@ -7,9 +7,9 @@
 //   - a compressed source's unit is its band of chunks, or several small bands read back to back;
 //   - an uncompressed source (contiguous HDF5, LMDB), whose records decode alone, gets blocks of
 //     contiguous records large enough that reading one is a sequential read.
-// Memory: 8 bytes per unit (none when every unit has the same size). Building costs O(units)
-// decode_unit() calls plus a galloping search through units larger than a block, which relies on
-// the decode_unit_source contract that records sharing a unit are consecutive.
+// Building costs O(units) decode_unit() calls plus a galloping search through units larger than a
+// block, which relies on the decode_unit_source contract that records sharing a unit are
+// consecutive. record_units itself is public vocabulary (gpufeed/sample_order.hpp).
 #pragma once
 
 #include <algorithm>
@@ -18,63 +18,17 @@
 #include <utility>
 #include <vector>
 
+#include "gpufeed/sample_order.hpp"
 #include "gpufeed/source.hpp"
 
 namespace gpufeed {
-
-// Contiguous record ranges [begin(u), end(u)) covering [0, records()) in order.
-class record_units {
- public:
-  record_units() = default;
-
-  // Units of `per_unit` records (the last one may be short).
-  static record_units uniform(std::uint64_t records, std::uint64_t per_unit) {
-    record_units u;
-    u.records_ = records;
-    u.stride_ = std::max<std::uint64_t>(1, per_unit);
-    return u;
-  }
-
-  // Units starting at `starts` (strictly increasing, starts[0] == 0), ending at `records`.
-  static record_units from_starts(std::vector<std::uint64_t> starts, std::uint64_t records) {
-    record_units u;
-    u.records_ = records;
-    u.starts_ = std::move(starts);
-    u.starts_.push_back(records);
-    for (std::size_t k = 1; k < u.starts_.size(); ++k)
-      u.max_ = std::max(u.max_, u.starts_[k] - u.starts_[k - 1]);
-    return u;
-  }
-
-  [[nodiscard]] std::uint64_t records() const noexcept { return records_; }
-  [[nodiscard]] std::uint64_t size() const noexcept {
-    if (stride_) return (records_ + stride_ - 1) / stride_;
-    return starts_.empty() ? 0 : starts_.size() - 1;
-  }
-  [[nodiscard]] std::uint64_t begin(std::uint64_t u) const noexcept {
-    return stride_ ? u * stride_ : starts_[u];
-  }
-  [[nodiscard]] std::uint64_t end(std::uint64_t u) const noexcept {
-    return stride_ ? std::min(records_, (u + 1) * stride_) : starts_[u + 1];
-  }
-  [[nodiscard]] std::uint64_t max_records() const noexcept {
-    return stride_ ? std::min(stride_, records_) : max_;
-  }
-
- private:
-  std::uint64_t records_ = 0;
-  std::uint64_t stride_ = 0;          // uniform units when non-zero
-  std::vector<std::uint64_t> starts_;  // otherwise: unit starts, then records_
-  std::uint64_t max_ = 0;
-};
-
 namespace detail {
 
 // A storage block: 1 MiB of contiguous records. Requests of 1 MiB run an NVMe SSD at its
 // sequential rate (the per-request cost, ~10-20 us, is < 5 % of the ~300 us a 1 MiB transfer
 // takes at 3 GB/s) and match the kernel's usual request size limit (max_sectors_kb 512-1280),
-// while 16 KiB random reads ran at a third of the sequential rate on the H200 host's storage
-// (0.61 against 1.73 GB/s). Smaller blocks lose that; larger ones only coarsen the order.
+// while 16 KiB random reads ran at a third of the sequential rate (docs/design.md, "HDF5
+// compressed chunks", read-ahead). Smaller blocks lose that; larger ones only coarsen the order.
 inline constexpr std::size_t storage_block_bytes = std::size_t{1} << 20;
 
 // Records per storage block for records of `record_bytes` on average (at least 1).

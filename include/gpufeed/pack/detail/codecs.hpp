@@ -5,8 +5,8 @@
 //   lz4 (32004, H5Zlz4.c)        8 bytes big-endian chunk size, 4 bytes big-endian block size,
 //                                then per block 4 bytes big-endian stored size and the LZ4 block
 //                                (LZ4_compress_default, as the plugin), raw when LZ4 would not
-//                                shrink it. One block per chunk (the plugin's default block is
-//                                1 GiB, capped at the chunk), cd_values {0}.
+//                                shrink it. Blocks of 64 KiB (lz4_pack_block; the plugin reads
+//                                any block size from the header), cd_values {0}.
 //   zstd (32015)                 one zstd frame with its content size (ZSTD_compress), which is
 //                                what the Zstd plugin writes and reads; cd_values {level}.
 //   bitshuffle-lz4 (32008)       bshuf_h5filter.c's format: 8 bytes big-endian chunk size, 4
@@ -26,6 +26,7 @@
 #include <zstd.h>
 #endif
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -45,6 +46,11 @@ enum class codec_kind { none, deflate, lz4, zstd, bitshuffle_lz4 };
 
 inline constexpr unsigned lz4_filter_id = 32004, zstd_filter_id = 32015,
                           bitshuffle_filter_id = 32008;
+
+// LZ4 block size of packed chunks: LZ4's own window (64 KiB), so blocks compress as well as one
+// block per chunk would within a few percent, and a 1 MiB chunk gives a GPU 16 blocks to decode
+// at once (docs/design.md, Pack: codecs, chunk shapes, order).
+inline constexpr std::size_t lz4_pack_block = 64 * 1024;
 
 // How a shard's chunks are compressed: the codec, its level (deflate 1-9, zstd 1-22; 0 for the
 // others) and the element size bitshuffle transposes (the dataset's element size).
@@ -102,18 +108,27 @@ inline void encode_chunk(const chunk_codec& c, std::span<const std::byte> in,
     }
 #if defined(GPUFEED_PACK_HDF5)
     case codec_kind::lz4: {
+      // Blocks of lz4_pack_block bytes: each block decodes on its own, so a GPU decodes a
+      // chunk's blocks side by side (one warp each) and a CPU reader loses nothing.
+      const std::size_t block = std::min(in.size(), lz4_pack_block);
+      const std::size_t blocks = block ? (in.size() + block - 1) / block : 0;
       const std::size_t bound =
-          static_cast<std::size_t>(LZ4_compressBound(static_cast<int>(in.size())));
-      out.resize(16 + std::max(bound, in.size()));
+          static_cast<std::size_t>(LZ4_compressBound(static_cast<int>(block)));
+      out.resize(12 + blocks * (4 + std::max(bound, block)));
       put_be64(out.data(), in.size());
-      put_be32(out.data() + 8, static_cast<std::uint32_t>(in.size()));
-      std::size_t n = lz4_block_encode(in, out.data() + 16);
-      if (n >= in.size()) {  // the plugin stores a block LZ4 cannot shrink as it is
-        std::memcpy(out.data() + 16, in.data(), in.size());
-        n = in.size();
+      put_be32(out.data() + 8, static_cast<std::uint32_t>(block));
+      std::size_t at = 12;
+      for (std::size_t done = 0; done < in.size(); done += block) {
+        const std::span<const std::byte> part = in.subspan(done, std::min(block, in.size() - done));
+        std::size_t n = lz4_block_encode(part, out.data() + at + 4);
+        if (n >= part.size()) {  // the plugin stores a block LZ4 cannot shrink as it is
+          std::memcpy(out.data() + at + 4, part.data(), part.size());
+          n = part.size();
+        }
+        put_be32(out.data() + at, static_cast<std::uint32_t>(n));
+        at += 4 + n;
       }
-      put_be32(out.data() + 12, static_cast<std::uint32_t>(n));
-      out.resize(16 + n);
+      out.resize(at);
       return;
     }
     case codec_kind::zstd: {

@@ -9,53 +9,12 @@
 #include <string_view>
 #include <vector>
 
+#include "gpufeed/detail/json_writer.hpp"
+
 namespace gpufeed::detail::pack {
 
-// A JSON string literal. JSON text must be UTF-8: valid sequences pass through, each byte of an
-// invalid one becomes U+FFFD (file names are bytes on POSIX; a non-UTF-8 name is shown lossily).
-inline std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const std::size_t n = s.size();
-  for (std::size_t i = 0; i < n;) {
-    const unsigned char c = p[i];
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-      ++i;
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-      ++i;
-    } else if (c < 0x80) {
-      out += static_cast<char>(c);
-      ++i;
-    } else {
-      // Length of a valid UTF-8 sequence starting here, or 0 (RFC 3629: no overlongs,
-      // surrogates or code points above U+10FFFF).
-      std::size_t len = 0;
-      if (c >= 0xc2 && c <= 0xdf)
-        len = 2;
-      else if (c >= 0xe0 && c <= 0xef)
-        len = 3;
-      else if (c >= 0xf0 && c <= 0xf4)
-        len = 4;
-      bool ok = len != 0 && i + len <= n;
-      for (std::size_t k = 1; ok && k < len; ++k) ok = (p[i + k] & 0xc0) == 0x80;
-      if (ok && len == 3) ok = !(c == 0xe0 && p[i + 1] < 0xa0) && !(c == 0xed && p[i + 1] > 0x9f);
-      if (ok && len == 4) ok = !(c == 0xf0 && p[i + 1] < 0x90) && !(c == 0xf4 && p[i + 1] > 0x8f);
-      if (ok) {
-        out.append(s.data() + i, len);
-        i += len;
-      } else {
-        out += "\xef\xbf\xbd";
-        ++i;
-      }
-    }
-  }
-  return out + "\"";
-}
+// JSON string literals: the library's one writer (detail/json_writer.hpp).
+using gpufeed::detail::json_string;
 
 struct manifest_shard {
   std::string file;

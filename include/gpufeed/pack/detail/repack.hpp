@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "gpufeed/detail/hdf5/dtype.hpp"
 #include "gpufeed/detail/hdf5/library.hpp"
 #include "gpufeed/hdf5_source.hpp"
 #include "gpufeed/pack/detail/run.hpp"
@@ -16,7 +17,9 @@ namespace gpufeed {
 
 namespace detail::pack {
 
-// The native HDF5 type of `dataset` in `file` (what hdf5_source delivers), for the repacked data.
+// The HDF5 type hdf5_source delivers `dataset` of `file` in (read with keep_float16), for the
+// repacked data: the native type, or for float16 the stored type in native byte order, so the
+// dtype is kept.
 inline detail::hdf5::handle native_type_of(const std::filesystem::path& file,
                                            const std::string& dataset) {
   namespace h = detail::hdf5;
@@ -29,6 +32,7 @@ inline detail::hdf5::handle native_type_of(const std::filesystem::path& file,
                                            "cannot open dataset '" + dataset + "'", f);
   h::handle type =
       h::checked(H5Dget_type(did.get()), H5Tclose, "H5Dget_type", "no datatype", f);
+  if (h::is_float16(type.get())) return h::stored_in_native_order(type.get(), f);
   return h::checked(H5Tget_native_type(type.get(), H5T_DIR_ASCEND), H5Tclose,
                     "H5Tget_native_type", "no native type", f);
 }
@@ -47,6 +51,7 @@ inline pack_result repack_hdf5(const repack_source& from, const std::filesystem:
   hdf5_options ho;
   ho.dataset = from.dataset;
   ho.label_dataset = from.label_dataset;
+  ho.keep_float16 = true;  // float16 rows as stored, written as float16
   auto src = std::make_shared<const hdf5_source>(from.file, ho);
   const std::uint64_t n = src->size();
   if (n == 0)

@@ -76,6 +76,7 @@ inline read_back read_shard(const std::filesystem::path& shard, bool lmdb, bool 
   if (!lmdb) {
     hdf5_options o;
     o.label_dataset = labels ? pack_label_dataset : "";
+    o.keep_float16 = true;  // the stored bytes, as repack_hdf5 read them from its source
     return read_all(hdf5_source(shard, o), threads);
   }
 #endif

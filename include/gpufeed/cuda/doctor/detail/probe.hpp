@@ -28,7 +28,7 @@ struct link_reading {
 struct gpu_probe {
   int cuda_id = -1;
   unsigned nvml_index = 0;
-  std::string label;                 // "GPU 0 (NVIDIA H200)"
+  std::string label;                 // "GPU 0 (<device name>)"
   std::optional<device_properties> props;
   std::size_t free_memory = 0;
   std::string error;                 // why props / memory could not be read

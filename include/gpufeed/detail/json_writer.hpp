@@ -1,6 +1,7 @@
-// A minimal JSON writer for the doctor's report: strings and numbers, correct for any input.
-// The public headers must not depend on nlohmann_json, and the report only needs objects,
-// arrays, strings and numbers, so this is the whole writer.
+// gpufeed::detail — the library's one JSON writer: string literals and numbers, correct for any
+// input. The doctor's report and pack's manifest both write JSON through it. The public headers
+// must not depend on a JSON library, and both documents need only objects, arrays, strings and
+// numbers, whose punctuation the callers write themselves; this is the part that has to be right.
 #pragma once
 
 #include <charconv>
@@ -10,11 +11,11 @@
 #include <string>
 #include <string_view>
 
-namespace gpufeed::detail::doctor {
+namespace gpufeed::detail {
 
 // Length of the well-formed UTF-8 sequence starting at s[i] (2..4), or 0 when the bytes there
 // are not one (stray continuation byte, truncated sequence, overlong form, surrogate, or a code
-// point above U+10FFFF). ASCII is handled by the caller.
+// point above U+10FFFF: RFC 3629). ASCII is handled by the caller.
 inline std::size_t utf8_sequence_at(std::string_view s, std::size_t i) noexcept {
   const auto c = static_cast<unsigned char>(s[i]);
   std::size_t n = 0;
@@ -42,9 +43,10 @@ inline std::size_t utf8_sequence_at(std::string_view s, std::size_t i) noexcept 
   return n;
 }
 
-// Appends s as a JSON string literal. Quotes, backslashes and control characters are escaped;
-// well-formed UTF-8 passes through unchanged; each byte that is not part of well-formed UTF-8
-// (file names on Linux are bytes, not text) becomes U+FFFD, so the output always parses.
+// Appends s as a JSON string literal. Quotes, backslashes and control characters are escaped
+// (\b \f \n \r \t by name, the others as \u00XX); well-formed UTF-8 passes through unchanged;
+// each byte that is not part of well-formed UTF-8 (file names on POSIX are bytes, not text)
+// becomes \ufffd (U+FFFD), so the output always parses and a non-UTF-8 name is shown lossily.
 inline void append_json_string(std::string& out, std::string_view s) {
   static constexpr char hex[] = "0123456789abcdef";
   out += '"';
@@ -82,6 +84,14 @@ inline void append_json_string(std::string& out, std::string_view s) {
   out += '"';
 }
 
+// s as a JSON string literal (append_json_string's rules).
+inline std::string json_string(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  append_json_string(out, s);
+  return out;
+}
+
 // Appends v as a JSON number: the shortest text that reads back as the same double. JSON has no
 // NaN or infinity; those become null.
 inline void append_json_number(std::string& out, double v) {
@@ -94,4 +104,4 @@ inline void append_json_number(std::string& out, double v) {
   out.append(buf, r.ptr);
 }
 
-}  // namespace gpufeed::detail::doctor
+}  // namespace gpufeed::detail
