@@ -21,12 +21,10 @@
 // a note about skipped inputs (FIFOs, sockets, devices) goes to stderr unless --quiet.
 #include "gpufeed/pack/pack.hpp"
 
-#include <fnmatch.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -34,6 +32,7 @@
 #include <string>
 
 #include "commands.hpp"
+#include "pack_helpers.hpp"
 #include "report.hpp"
 #include "shards.hpp"
 
@@ -106,59 +105,6 @@ class progress_printer {
   std::chrono::steady_clock::time_point last_{};
 };
 
-// SIGINT / SIGTERM while packing: remembered here, asked by pack between batches (its
-// `cancelled`), which then removes what it wrote. SA_RESETHAND: a second signal acts as usual.
-volatile std::sig_atomic_t stop_signal = 0;
-extern "C" void on_stop_signal(int sig) { stop_signal = sig; }
-
-class stop_signals {
- public:
-  stop_signals() {
-    struct sigaction sa {};
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESETHAND | SA_RESTART;
-    ::sigaction(SIGINT, &sa, &old_int_);
-    ::sigaction(SIGTERM, &sa, &old_term_);
-  }
-  ~stop_signals() {
-    ::sigaction(SIGINT, &old_int_, nullptr);
-    ::sigaction(SIGTERM, &old_term_, nullptr);
-  }
-  stop_signals(const stop_signals&) = delete;
-  stop_signals& operator=(const stop_signals&) = delete;
-
- private:
-  struct sigaction old_int_ {}, old_term_ {};
-};
-
-// A name is packed unless a part of it is hidden (.DS_Store, .git/...), it matches an --exclude
-// glob, or --include globs are given and it matches none ('*' crosses '/').
-bool wanted(const std::string& name, const pack_args& a) {
-  if (name.starts_with(".") || name.find("/.") != std::string::npos) return false;
-  const auto any = [&](const std::vector<std::string>& globs) {
-    return std::any_of(globs.begin(), globs.end(), [&](const std::string& g) {
-      return ::fnmatch(g.c_str(), name.c_str(), 0) == 0;
-    });
-  };
-  return !any(a.exclude) && (a.include.empty() || any(a.include));
-}
-
-// Bytes the shards take on disk (an LMDB shard: its directory's files).
-std::uint64_t disk_bytes(const std::vector<std::filesystem::path>& shards) {
-  std::uint64_t n = 0;
-  std::error_code ec;
-  for (const auto& s : shards) {
-    if (std::filesystem::is_directory(s, ec)) {
-      for (const auto& e : std::filesystem::directory_iterator(s, ec))
-        if (e.is_regular_file(ec)) n += e.file_size(ec);
-    } else {
-      n += std::filesystem::file_size(s, ec);
-    }
-  }
-  return n;
-}
-
 void run_pack(const pack_args& a) {
   const stop_signals handlers;  // from the start: listing a large tree takes a while too
   std::vector<pack_input> inputs;
@@ -181,7 +127,7 @@ void run_pack(const pack_args& a) {
     detail::pack::refuse_output_inside_input(a.input, a.output);  // before listing or writing
     skipped_entries skipped;
     inputs = list_directory(a.input, false, &skipped);
-    std::erase_if(inputs, [&](const pack_input& in) { return !wanted(in.name, a); });
+    std::erase_if(inputs, [&](const pack_input& in) { return !wanted(in.name, a.include, a.exclude); });
     if (a.labels) {
       // label = index of the first-level folder among the packed folders (hidden ones are not)
       for (const std::string& d : directory_labels(a.input))
