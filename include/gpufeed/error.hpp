@@ -2,7 +2,8 @@
 //
 // Every failure gpufeed reports is a gpufeed::error (derived from std::runtime_error) that carries
 // the context a user needs to act on it: which shard file, which record, which library call and
-// which status it returned, and where in gpufeed the check fired. The subclasses say *what kind*
+// which status it returned, and where in gpufeed the check fired (in what() only in a debug build
+// or with GPUFEED_ERROR_LOCATIONS=1 in the environment). The subclasses say *what kind*
 // of failure it was so callers can catch precisely:
 //
 //   io_error        the OS refused or cut short a read/write/open (errno in status())
@@ -20,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <source_location>
@@ -127,9 +129,20 @@ class error : public std::runtime_error {
     std::string s = "gpufeed: " + message;
     const std::string ctx = context_text(c);
     if (!ctx.empty()) s += " [" + ctx + "]";
-    if (c.where && c.where->file_name() && *c.where->file_name())
+    if (show_locations() && c.where && c.where->file_name() && *c.where->file_name())
       s += " at " + std::string(c.where->file_name()) + ":" + std::to_string(c.where->line());
     return s;
+  }
+  // gpufeed's source location ends what() in a debug build (NDEBUG unset) or when the
+  // environment sets GPUFEED_ERROR_LOCATIONS (to anything but "0"): it helps a bug report, not
+  // a user. context().where holds it either way.
+  static bool show_locations() noexcept {
+#ifndef NDEBUG
+    return true;
+#else
+    const char* v = std::getenv("GPUFEED_ERROR_LOCATIONS");
+    return v && *v && std::strcmp(v, "0") != 0;
+#endif
   }
 
   std::string message_;

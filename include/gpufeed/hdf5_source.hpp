@@ -94,6 +94,7 @@
 #include "gpufeed/detail/hdf5/read_ahead.hpp"
 #include "gpufeed/detail/hdf5/record_reader.hpp"
 #include "gpufeed/detail/hdf5/source_state.hpp"
+#include "gpufeed/detail/pack_directory.hpp"
 #include "gpufeed/detail/shard_paths.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/hdf5_options.hpp"
@@ -110,7 +111,9 @@ class hdf5_source {
   // Shards, in record order, as users write them: one path or name, a braced list of names
   // (`hdf5_source({"train-00000.h5", "train-00001.h5"})`; const char*, std::string and path
   // mixed), or any range of path-like values (std::vector<std::string>, std::vector<path>, ...).
-  // config_error when the list is empty.
+  // config_error when the list is empty. One `gpufeed pack` output directory, or its
+  // manifest.json, stands for the shards its manifest lists (`hdf5_source("shards/")`); a pack
+  // directory without a complete manifest (the pack did not finish) is a format_error.
   explicit hdf5_source(const std::filesystem::path& shard, hdf5_options options = {})
       : hdf5_source(std::vector<std::filesystem::path>{shard}, std::move(options)) {}
 
@@ -123,7 +126,8 @@ class hdf5_source {
       : hdf5_source(detail::to_shard_paths(std::forward<R>(shards)), std::move(options)) {}
 
   explicit hdf5_source(std::vector<std::filesystem::path> shards, hdf5_options options = {})
-      : state_(std::make_unique<detail::hdf5::source_state>(shards, options)) {}
+      : state_(std::make_unique<detail::hdf5::source_state>(
+            detail::expand_pack_directory(std::move(shards), "hdf5"), options)) {}
 
   hdf5_source(const hdf5_source&) = delete;
   hdf5_source& operator=(const hdf5_source&) = delete;

@@ -73,6 +73,7 @@
 #include "gpufeed/detail/lmdb/catalog.hpp"
 #include "gpufeed/detail/lmdb/read_ahead.hpp"
 #include "gpufeed/detail/lmdb/reading.hpp"
+#include "gpufeed/detail/pack_directory.hpp"
 #include "gpufeed/detail/shard_paths.hpp"
 #include "gpufeed/error.hpp"
 
@@ -118,7 +119,9 @@ class lmdb_source {
   // Shards, in record order, as users write them: one path or name, a braced list of names
   // (`lmdb_source({"train-0", "train-1"})`; const char*, std::string and path mixed), or any
   // range of path-like values (std::vector<std::string>, std::vector<path>, ...). config_error
-  // when the list is empty.
+  // when the list is empty. One `gpufeed pack` output directory (recognised by its
+  // manifest.json; a shard holds data.mdb), or its manifest.json, stands for the shards its
+  // manifest lists; a pack directory without a complete manifest is a format_error.
   explicit lmdb_source(const std::filesystem::path& shard_dir, lmdb_options options = {})
       : lmdb_source(std::vector<std::filesystem::path>{shard_dir}, options) {}
 
@@ -132,6 +135,7 @@ class lmdb_source {
 
   explicit lmdb_source(std::vector<std::filesystem::path> shard_dirs, lmdb_options options = {}) {
     if (shard_dirs.empty()) throw config_error("lmdb_source needs at least one shard");
+    shard_dirs = detail::expand_pack_directory(std::move(shard_dirs), "lmdb");
     if (options.max_readers == 0) throw config_error("lmdb_options::max_readers must be >= 1");
     const bool datum = options.format == lmdb_options::value_format::datum;
     state_ = std::make_shared<detail::lmdb::source_state>(

@@ -115,8 +115,14 @@ inline void explain_decode(const loader_stats& s, verdict& v) {
           fmt("%.0f decodes found no room): chunks are decoded again when the window does not fit",
               static_cast<double>(d.uncached_decodes));
   if (!fix.empty()) fix += ", or ";
+  // The chunk size that holds a few records: a repack that keeps the chunks the data already
+  // has (pack's default 1 MiB) would change nothing.
+  const double record_bytes =
+      s.records ? static_cast<double>(s.bytes) / static_cast<double>(s.records) : 0.0;
+  const double chunk_kib = std::max(4.0, 4 * record_bytes / 1024);
   fix += "repack into chunks of a few records: `gpufeed pack --from FILE.h5 --dataset NAME "
-         "--compress lz4`";
+         "--compress lz4" + fmt(" --chunk-size %.0fKiB`", chunk_kib) +
+         fmt(" (these chunks hold ~%.0f records each)", rec_rows);
   v.suggestion = fix;
 }
 }  // namespace detail
@@ -267,9 +273,13 @@ inline verdict diagnose(const loader_stats& s, unsigned cores = 0) {
       else if (cores && static_cast<double>(cores) > workers)
         v.suggestion = "raise workers: " + detail::count_of(workers, "worker") + " run on " +
                        detail::count_of(static_cast<double>(cores), "core");
-      else
+      else if (s.decode && s.decode->chunks_decoded > 0)
         v.suggestion = "every core is already reading: store shards uncompressed or with a "
                        "cheaper filter, or move decoding to the GPU";
+      else  // nothing was decompressed: "store uncompressed" would be what the data already is
+        v.suggestion = "every core is already busy copying records (nothing was decompressed): "
+                       "deliver fewer bytes (uint8 rather than float, smaller records) or use a "
+                       "machine with more free cores";
       if (s.decode) detail::explain_decode(s, v);
     }
     return v;

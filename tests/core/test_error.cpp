@@ -1,12 +1,23 @@
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "gpufeed/error.hpp"
 
 using namespace gpufeed;
 
+namespace {
+// Sets GPUFEED_ERROR_LOCATIONS for one scope: what() then ends in the source location in every
+// build type.
+struct error_locations {
+  explicit error_locations(const char* v) { ::setenv("GPUFEED_ERROR_LOCATIONS", v, 1); }
+  ~error_locations() { ::unsetenv("GPUFEED_ERROR_LOCATIONS"); }
+};
+}  // namespace
+
 TEST_CASE("error carries its context and prints it") {
+  const error_locations on("1");
   const error_context ctx{.file = "/data/shard-0003.h5",
                           .record = 1234,
                           .api = "H5Dread",
@@ -42,7 +53,18 @@ TEST_CASE("error subclasses are caught by their type and as gpufeed::error") {
   }
 }
 
+#ifdef NDEBUG
+TEST_CASE("a release build's what() has no source location unless asked for") {
+  const config_error e("batch size must be at least 1");
+  CHECK(std::string(e.what()) == "gpufeed: batch size must be at least 1");
+  CHECK(e.context().where.has_value());  // still there for a bug report
+  const error_locations off("0");
+  CHECK(std::string(config_error("x").what()) == "gpufeed: x");
+}
+#endif
+
 TEST_CASE("error with a message only names the call site") {
+  const error_locations on("1");
   const config_error e("batch size must be at least 1");
   const std::string what = e.what();
   CHECK(what.find("gpufeed: batch size must be at least 1 at ") == 0);

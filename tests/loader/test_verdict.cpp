@@ -188,3 +188,29 @@ TEST_CASE("idle time before the consumer's first request does not count") {
   for (const auto& w : l.stats().workers) idle += w.idle_seconds;
   CHECK(idle < 0.4);  // was >= 2 x 0.5 s
 }
+
+TEST_CASE("CPU-bound with nothing decompressed: never advises storing the data uncompressed") {
+  loader_stats s = recorded(16, 0.97, 0.95, 0.9);
+  s.decode = decode_stats{};  // a source that decodes, but read only uncompressed records
+  const verdict v = diagnose(s, 16);
+  CHECK(v.stage == bottleneck::decode);
+  CHECK(!has(v.suggestion, "uncompressed"));
+  CHECK(has(v.suggestion, "nothing was decompressed"));
+  s.decode.reset();
+  CHECK(!has(diagnose(s, 16).suggestion, "uncompressed"));
+}
+
+TEST_CASE("repack advice names a chunk size of a few records, not the pack default") {
+  loader_stats s = recorded(14, 0.97, 0.95, 0.9);
+  s.order = "block_shuffled";
+  decode_stats d;
+  d.chunks_decoded = 1000;
+  d.decoded_bytes = s.bytes * 64;
+  d.delivered_bytes = s.bytes;
+  d.records = s.records;
+  d.cache_budget_bytes = 64u << 20;
+  s.decode = d;
+  const verdict v = diagnose(s, 16);
+  CHECK(has(v.suggestion, "--chunk-size 64KiB"));  // 4 records of 16 KiB
+  CHECK(has(v.suggestion, "~64 records each"));
+}

@@ -1,12 +1,18 @@
 // gpufeed bench — how fast this machine can feed *your* shards to the GPU.
 //
-//   gpufeed bench DATA [--seconds N] [--workers LIST] [--prefetch LIST] [--json]
+//   gpufeed bench DATA [--seconds N] [--workers LIST] [--prefetch LIST] [--order ORDER]
+//                 [--dataset NAME] [--labels NAME] [--json]
 //
-// DATA is a directory of shards made by gpufeed pack (or one HDF5 file or LMDB environment).
+// DATA is a directory of shards made by gpufeed pack or its manifest.json (one that did not
+// finish is refused), another directory of shards, or one HDF5 file or LMDB environment.
+// --order auto (the default) runs the order the loader's own notice recommends for the data:
+// block_shuffled where a decode unit holds several records, else shuffled; the table says which
+// order ran and why.
 // In order, within about --seconds (default 20; a quarter for storage, the rest for the loader
 // runs, the H2D measurement takes well under a second):
-//   storage  the shards' files read sequentially by one thread: cold (posix_fadvise DONTNEED
-//            first; the report says when the kernel kept the pages) and warm (page cache)
+//   storage  the shards' files read sequentially by one thread in 16 MiB reads: cold
+//            (posix_fadvise DONTNEED first; the report says when the kernel kept the pages) and
+//            warm (page cache); raw file bytes, before any decoding
 //   loader   the library's loader over the shards for each (workers, prefetch) of the sweep,
 //            the consumer doing no work, on the GPU when there is one (else the host target)
 //   h2d      the pinned host-to-device copy rate at the loader's batch size and at 64 MiB (the
@@ -42,8 +48,21 @@ struct bench_args {
   std::string data;
   double seconds = 20;
   std::vector<std::size_t> workers, prefetch = {2, 8};
+  std::string order = "auto";
+  dataset_choice datasets;
+  std::string labels;  // --labels NAME (given: datasets.labels)
   bool json = false;
 };
+
+// Workers' share of time spent reading, against reading + waiting for work: how close the
+// workers are to their limit (the consumer does no work, so it always waits: its stall says
+// nothing here).
+double workers_busy(const loader_stats& s) {
+  double idle = 0;
+  for (const auto& w : s.workers) idle += w.idle_seconds;
+  const double read = s.read_seconds();
+  return read + idle > 0 ? read / (read + idle) : 0.0;
+}
 
 // 1, a quarter, half and all of the hardware threads (distinct, at least 1).
 std::vector<std::size_t> default_workers() {
@@ -96,6 +115,7 @@ void run_bench(const Source& src, const bench_args& a, const std::vector<std::fi
   const target where = device_or_host(0, &why);
   const storage_rates st = measure_storage(a.data, a.seconds / 4);
 
+  const order_choice order = choose_order(src, a.order);
   const std::vector<std::size_t> workers = a.workers.empty() ? default_workers() : a.workers;
   const double per_run = std::max(0.1, a.seconds * 0.75 / static_cast<double>(workers.size() * a.prefetch.size()));
   std::vector<sweep_point> sweep;
@@ -107,6 +127,8 @@ void run_bench(const Source& src, const bench_args& a, const std::vector<std::fi
       s.prefetch = p;
       s.epochs = 0;  // as many epochs as the time allows
       s.where = where;
+      s.order = order.order;
+      s.silence_notice = true;  // said once below, not once per row
       sweep.push_back({w, p, run_feed(src, s)});
     }
   const std::size_t best = static_cast<std::size_t>(
@@ -124,6 +146,14 @@ void run_bench(const Source& src, const bench_args& a, const std::vector<std::fi
     j["shards"] = shards.size();
     j["records"] = src.size();
     j["seconds_limit"] = a.seconds;
+    j["order"] = to_string(order.order);
+    j["order_reason"] = order.reason;
+    j["records_per_decode_unit"] = order.records_per_unit;
+    if (!order.notice.empty()) j["order_notice"] = order.notice;
+    if (!lmdb) {
+      j["dataset"] = a.datasets.dataset;
+      j["labels"] = a.datasets.labels ? json(*a.datasets.labels) : json("default");
+    }
     j["target"] = where.name();
     if (where.is_host()) j["target_reason"] = why;
     j["storage"] = {{"files", st.files},           {"total_bytes", st.total_bytes},
@@ -137,6 +167,7 @@ void run_bench(const Source& src, const bench_args& a, const std::vector<std::fi
                       {"seconds", p.r.seconds}, {"batches", p.r.stats.batches},
                       {"gbps", p.r.gbps}, {"records_per_s", p.r.records_per_s},
                       {"stall_fraction", p.r.stats.stall_fraction()},
+                      {"workers_busy_fraction", workers_busy(p.r.stats)},
                       {"bottleneck", to_string(p.r.judged.stage)}});
     j["loader"] = runs;
     j["best"] = best;
@@ -153,21 +184,31 @@ void run_bench(const Source& src, const bench_args& a, const std::vector<std::fi
               shards.size(), lmdb ? "LMDB" : "HDF5", shards.size() == 1 ? "" : "s",
               static_cast<unsigned long long>(src.size()), doc::bytes(st.total_bytes).c_str(),
               where.name().c_str());
-  std::printf("storage (one thread, 16 MiB sequential reads)\n");
+  std::printf("storage (the files' raw bytes, one thread, 16 MiB sequential reads, no decoding)\n");
   std::printf("  cold   %10s  over %s%s\n", doc::gbps(st.cold_gbps).c_str(), doc::bytes(st.cold_bytes).c_str(),
-              st.evicted ? " (page cache evicted first)" : "");
+              st.evicted ? " (page cache evicted first, buffered reads with the kernel's "
+                           "read-ahead; gpufeed doctor's O_DIRECT rate has none)"
+                         : "");
   if (!st.note.empty()) std::printf("         %s\n", st.note.c_str());
   std::printf("  warm   %10s  over %s (page cache)\n\n", doc::gbps(st.warm_gbps).c_str(),
               doc::bytes(st.warm_bytes).c_str());
-  std::printf("loader (batches of %zu records, the consumer doing no work, %.1f s each)\n",
-              top.batch_size, per_run);
-  std::printf("  workers  prefetch        rate    records/s  stall  bottleneck\n");
+  std::printf("loader (order %s, batches of %zu records, the consumer doing no work, %.1f s "
+              "each)\n",
+              to_string(order.order), top.batch_size, per_run);
+  std::printf("  order: %s\n", order.reason.c_str());
+  if (!lmdb)
+    std::printf("  dataset '%s', labels %s\n", a.datasets.dataset.c_str(),
+                a.datasets.labels ? ("'" + *a.datasets.labels + "'").c_str()
+                                  : "'labels' when present");
+  if (!order.notice.empty()) std::printf("  note: %s\n", order.notice.c_str());
+  std::printf("  workers  prefetch        rate    records/s  busy  bottleneck\n");
   for (std::size_t k = 0; k < sweep.size(); ++k) {
     const auto& p = sweep[k];
-    std::printf("  %7zu  %8zu  %10s  %11.0f  %4.0f %%  %s%s\n", p.workers, p.prefetch,
-                doc::gbps(p.r.gbps).c_str(), p.r.records_per_s, 100 * p.r.stats.stall_fraction(),
+    std::printf("  %7zu  %8zu  %10s  %11.0f  %3.0f %%  %s%s\n", p.workers, p.prefetch,
+                doc::gbps(p.r.gbps).c_str(), p.r.records_per_s, 100 * workers_busy(p.r.stats),
                 to_string(p.r.judged.stage), k == best ? "  <- fastest" : "");
   }
+  std::printf("  busy: the workers' share of time spent reading (100 %% = they are the limit)\n");
   if (h2d.gpu)
     std::printf("\npinned host-to-device on %s: %s at %s (the fastest run's batch), %s at %s\n",
                 h2d.device.c_str(), doc::gbps(h2d.batch_gbps).c_str(), doc::bytes(h2d.batch_bytes).c_str(),
@@ -199,8 +240,19 @@ void add_bench(CLI::App& app) {
       ->check(CLI::Range(std::size_t{1}, std::size_t{256}))
       ->delimiter(',')
       ->capture_default_str();
+  cmd->add_option("--order", a->order,
+                  "sample order of the loader runs: auto (block_shuffled where a compressed "
+                  "chunk holds several records, else shuffled), shuffled, block_shuffled, "
+                  "sequential")
+      ->check(CLI::IsMember({"auto", "shuffled", "block_shuffled", "sequential"}))
+      ->capture_default_str();
+  cmd->add_option("--dataset", a->datasets.dataset, "HDF5: the dataset holding the records")
+      ->capture_default_str();
+  auto* labels = cmd->add_option("--labels", a->labels,
+                  "HDF5: the label dataset ('' for none; default: 'labels' when present)");
   cmd->add_flag("--json", a->json, "print the figures as JSON instead of a table");
-  cmd->callback([a] {
+  cmd->callback([a, labels] {
+    if (labels->count()) a->datasets.labels = a->labels;
     try {
       bool lmdb = false;
       const auto shards = find_shards(a->data, lmdb);
@@ -208,7 +260,8 @@ void add_bench(CLI::App& app) {
         throw format_error("no HDF5 or LMDB shards here; pack the files first (gpufeed pack " + a->data +
                                " -o SHARDS)",
                            file_context(a->data));
-      with_source(shards, lmdb, [&](const auto& src) { run_bench(src, *a, shards, lmdb); });
+      with_source(
+          shards, lmdb, [&](const auto& src) { run_bench(src, *a, shards, lmdb); }, a->datasets);
     } catch (...) {
       fail_current("bench");
     }

@@ -4,8 +4,11 @@
 //
 //   gpufeed inspect SHARD... [--dataset NAME] [--datum] [--checksums] [--names] [--json]
 //
-// A SHARD is an HDF5 file (detected by its signature) or an LMDB environment directory (one
-// holding data.mdb). Every shard is opened (and so validated) before anything is printed.
+// A SHARD is an HDF5 file (detected by its signature), an LMDB environment directory (one
+// holding data.mdb) or its data.mdb, or a pack directory or its manifest.json (the shards it
+// lists; one without a complete manifest is refused: the pack did not finish). An HDF5 file
+// without the dataset to read, --dataset not given, is described by the list of its datasets
+// (shape, dtype, chunks, filters) instead. Every shard is opened (and so validated) before anything is printed.
 // The manifest.json gpufeed pack wrote beside a shard is read when present: an LMDB shard it
 // lists as Caffe Datum is read as Datum without --datum, and its record index -> name map names
 // LMDB records (HDF5 shards hold their names in names/). --names prints only lines
@@ -30,7 +33,9 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "inspect_datasets.hpp"
 #include "inspect_images.hpp"
+#include "gpufeed/detail/pack_directory.hpp"
 #include "gpufeed/hdf5_source.hpp"
 #include "gpufeed/lmdb_source.hpp"
 #include "gpufeed/pack/hdf5_extras.hpp"
@@ -46,6 +51,7 @@ using json = nlohmann::ordered_json;
 struct inspect_args {
   std::vector<std::string> shards;
   std::string dataset = "data";
+  bool dataset_given = false;
   bool datum = false, checksums = false, names = false, as_json = false;
 };
 
@@ -196,9 +202,21 @@ void checksums(const opened& o, const Source& s, json* out) {
 }
 
 void run_inspect(const inspect_args& a) {
+  // A pack directory (or its manifest) stands for its shards.
+  std::vector<std::string> paths;
+  for (const std::string& p : a.shards) {
+    if (auto listed = detail::pack_directory_shards(p))
+      for (const auto& s : *listed) paths.push_back(s.string());
+    else
+      paths.push_back(p);
+  }
+  if (paths.size() == 1 && !a.dataset_given && !a.checksums && !a.names && !is_lmdb(paths[0])) {
+    const auto list = hdf5_datasets(paths[0]);
+    if (!has_dataset(list, a.dataset)) return print_datasets(paths[0], list, a.as_json);
+  }
   std::vector<opened> shards;
   std::uint64_t first = 0;
-  for (const std::string& p : a.shards) {
+  for (const std::string& p : paths) {
     if (is_lmdb(p)) {
       manifest_entry m = manifest_for(p);
       lmdb_options lo;
@@ -258,9 +276,27 @@ void run_inspect(const inspect_args& a) {
     doc["shards"] = std::move(list);
     doc["records"] = first;
     doc["bytes"] = bytes;
+    // What the shards take on disk (an LMDB shard: its environment's files), against the
+    // records' bytes: the compression ratio, or LMDB's page overhead.
+    std::uint64_t disk = 0;
+    std::error_code ec;
+    for (const opened& o : shards) {
+      std::filesystem::path p = o.path;
+      if (p.filename() == "data.mdb") p = p.parent_path();
+      if (std::filesystem::is_directory(p, ec)) {
+        for (const auto& e : std::filesystem::directory_iterator(p, ec))
+          if (e.is_regular_file(ec)) disk += e.file_size(ec);
+      } else {
+        disk += std::filesystem::file_size(p, ec);
+      }
+    }
+    const double ratio = disk ? static_cast<double>(bytes) / static_cast<double>(disk) : 0.0;
+    doc["disk_bytes"] = disk;
+    doc["compression_ratio"] = ratio;
     if (!a.as_json)
-      std::printf("total: %zu shard%s, %" PRIu64 " records, %" PRIu64 " bytes\n", shards.size(),
-                  shards.size() == 1 ? "" : "s", first, bytes);
+      std::printf("total: %zu shard%s, %" PRIu64 " records, %" PRIu64 " bytes; on disk %" PRIu64
+                  " bytes (%.2fx)\n",
+                  shards.size(), shards.size() == 1 ? "" : "s", first, bytes, disk, ratio);
   }
   if (a.checksums) {
     json sums = json::array();
@@ -281,10 +317,14 @@ void add_inspect(CLI::App& app) {
       "inspect",
       "Show what gpufeed sees in HDF5 files and LMDB directories: layout, dtype, "
       "storage, filters, read path, records, bytes; --checksums: each record's crc32");
-  cmd->add_option("shards", a->shards, "HDF5 files and/or LMDB directories, in record order")
+  cmd->add_option("shards", a->shards,
+                  "HDF5 files, LMDB directories (or their data.mdb) and pack directories, in "
+                  "record order")
       ->required();
-  cmd->add_option("--dataset", a->dataset, "HDF5 dataset holding the records")
-      ->capture_default_str();
+  auto* dataset = cmd->add_option("--dataset", a->dataset,
+                                  "HDF5 dataset holding the records (not given, a file without "
+                                  "'data' is described by the list of its datasets)")
+                      ->capture_default_str();
   cmd->add_flag("--datum", a->datum,
                 "LMDB values are Caffe Datum messages (records = payloads); detected from a "
                 "gpufeed pack manifest.json beside the shard");
@@ -293,7 +333,8 @@ void add_inspect(CLI::App& app) {
   cmd->add_flag("--names", a->names,
                 "print only 'INDEX NAME' per record: the record index -> input name map");
   cmd->add_flag("--json", a->as_json, "one JSON document on stdout");
-  cmd->callback([a] {
+  cmd->callback([a, dataset] {
+    a->dataset_given = dataset->count() > 0;
     try {
       run_inspect(*a);
     } catch (...) {

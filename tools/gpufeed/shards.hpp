@@ -43,6 +43,8 @@ inline bool is_lmdb(const std::string& path) {
   }
   if (S_ISREG(st.st_mode) && has_hdf5_signature(path, static_cast<std::uint64_t>(st.st_size)))
     return false;
+  if (S_ISREG(st.st_mode) && std::filesystem::path(path).filename() == "data.mdb")
+    return true;  // an environment's data file, as lmdb_source takes it
   throw format_error("not a shard: neither an HDF5 file nor an LMDB environment directory",
                      file_context(path));
 }

@@ -38,6 +38,7 @@ struct pack_manifest {
   std::string format;       // "hdf5" or "lmdb"
   bool lmdb_datum = false;  // LMDB values are Caffe Datums (options.lmdb_datum)
   std::unordered_map<std::string, manifest_entry> shards;  // by file name
+  std::vector<std::string> order;  // the shards' file names, in record order
 };
 
 // The manifest at p, or nullopt when the file is absent or is not a gpufeed pack manifest.
@@ -89,6 +90,7 @@ inline std::optional<pack_manifest> read_pack_manifest(const std::filesystem::pa
     e.min_record = number_after(i, end, "\"min_record\": ");
     e.band_rows = number_after(i, end, "\"band_rows\": ");
     m.shards[name] = e;
+    m.order.push_back(name);
   }
   return m;
 }

@@ -53,7 +53,8 @@
 //    non-empty out_dir is refused unless `force`, which removes only what an earlier pack wrote
 //    (see pack/detail/output.hpp). Shards are written under temporary names and renamed when
 //    complete and synced; the manifest comes last. On failure pack removes what it wrote
-//    (except when verify finds a difference: the shards stay for inspection, with no manifest).
+//    (except when verify finds a difference: the shards stay for inspection, with no manifest);
+//    so it does when options.cancelled says stop (cancelled_error).
 //  - Errors: io_error naming the input file that cannot be read (or changed size while
 //    packing); config_error for bad options or a refused out_dir (also one that holds an input,
 //    checked before anything is deleted); format_error for a bad list
@@ -234,6 +235,10 @@ struct pack_options {
   bool force = false;   // replace an earlier pack's output in a non-empty out_dir
   std::vector<std::string> label_names;  // label i's name, for the manifest (directory_labels)
   std::function<void(const pack_progress&)> progress;  // on the calling thread, ~10 times a second
+  // Asked on the calling thread before each batch of about 4 MiB (and each shard verified):
+  // true stops the pack, which removes every shard and temporary it wrote and throws
+  // cancelled_error saying so (gpufeed pack sets it from SIGINT / SIGTERM).
+  std::function<bool()> cancelled;
 };
 
 struct packed_shard {

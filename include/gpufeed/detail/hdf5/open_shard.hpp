@@ -21,6 +21,7 @@
 
 #include "gpufeed/detail/hdf5/blob_index.hpp"
 #include "gpufeed/detail/hdf5/chunk_index.hpp"
+#include "gpufeed/detail/hdf5/dataset_list.hpp"
 #include "gpufeed/detail/hdf5/dtype.hpp"
 #include "gpufeed/detail/hdf5/index_driver.hpp"
 #include "gpufeed/detail/hdf5/layout_precheck.hpp"
@@ -44,9 +45,21 @@ inline handle open_dataset(hid_t file_id, const posix_file& f, const std::string
   const std::string& file = f.path();
   precheck_layout(file_id, f, name);
   hid_t id = H5Dopen2(file_id, name.c_str(), H5P_DEFAULT);
-  if (id < 0)
-    throw_hdf5<format_error>("dataset '" + name + "' not found (or not a dataset)", file,
-                             "H5Dopen2", id);
+  if (id < 0) {
+    // Say what the file has and which setting chooses: a user's own file rarely calls its
+    // dataset "data".
+    const std::string message = "dataset '" + name + "' not found (or not a dataset)";
+    rethrow_driver_fault(file, message + " (H5Dopen2)", std::nullopt);
+    error_context ctx;
+    ctx.file = file;
+    ctx.api = "H5Dopen2";
+    ctx.status = id;
+    ctx.status_text = take_error_stack();  // before listing, which resets HDF5's error stack
+    const std::string has = datasets_text(list_datasets(file_id));
+    throw format_error(message + "; the file has: " + has +
+                           ". Choose one with hdf5_options::dataset (gpufeed: --dataset NAME)",
+                       std::move(ctx));
+  }
   return handle(id, H5Dclose);
 }
 

@@ -108,8 +108,10 @@ inline doctor_check storage_check(const std::filesystem::path& data,
                        " per read, one thread" + (cold.bytes < list.total_bytes ? " (capped)" : ""));
     std::string cold_words;
     if (cold.direct) {
-      c.fact("from storage (O_DIRECT, cold)", gbps(cold.gbps()));
-      cold_words = "from storage " + gbps(cold.gbps()) + " (O_DIRECT)";
+      c.fact("from storage (O_DIRECT, cold)",
+             gbps(cold.gbps()) + ": uncached reads, one in flight, no kernel read-ahead (gpufeed "
+                                 "bench's cold rate is buffered, with read-ahead, so often higher)");
+      cold_words = "from storage " + gbps(cold.gbps()) + " (O_DIRECT, no read-ahead)";
     } else {
       const std::string why = p.direct_io ? "this file system does not support O_DIRECT (" + cold.direct_refusal + ")"
                                           : "O_DIRECT was not asked for";

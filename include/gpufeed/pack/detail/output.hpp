@@ -163,11 +163,30 @@ inline void prepare_out_dir(const fs::path& out, const std::string& prefix, bool
     entries.push_back(it->path());
   if (ec) throw_fs("cannot list the output directory", out, "readdir", ec);
   if (entries.empty()) return;
-  if (!force)
+  if (!force) {
+    // `ls` shows nothing when every entry is hidden: name them, and say what pack's are.
+    std::string hidden;
+    std::size_t own = 0, shown = 0;
+    for (const fs::path& p : entries) {
+      const std::string n = p.filename().string();
+      if (n.front() != '.') continue;
+      own += classify(p, prefix) != entry_kind::foreign;
+      if (++shown <= 3) hidden += (hidden.empty() ? "" : ", ") + n;
+    }
+    if (shown == entries.size())
+      throw config_error(
+          "the output directory is not empty: it holds only hidden entries (" + hidden +
+              (shown > 3 ? ", ..." : "") + ")" +
+              (own == shown ? ", temporaries an interrupted or failed pack left behind"
+                            : std::string()) +
+              "; use force (gpufeed pack --force) to remove pack's and write the new pack, or "
+              "delete them",
+          file_context(out));
     throw config_error(
         "the output directory is not empty; use force (gpufeed pack --force) to "
         "replace the shards and manifest an earlier pack wrote there",
         file_context(out));
+  }
   for (const fs::path& p : entries)
     if (classify(p, prefix) == entry_kind::conflict)
       throw config_error(

@@ -130,6 +130,22 @@ inline void remove_quietly(const std::vector<std::filesystem::path>& paths) noex
   }
 }
 
+// Thrown inside run_job when options.cancelled says stop; turned into cancelled_error once what
+// was written is removed.
+struct pack_stop {};
+inline void stop_if_cancelled(const pack_options& o) {
+  if (o.cancelled && o.cancelled()) throw pack_stop{};
+}
+
+// The cancelled_error of a pack stopped after `shards` finished shards were written (and
+// removed, with the temporaries).
+[[noreturn]] inline void throw_cancelled(const std::filesystem::path& out, std::size_t shards) {
+  throw cancelled_error("pack: interrupted: removed " + std::to_string(shards) +
+                            " finished shard" + (shards == 1 ? "" : "s") +
+                            " and the temporaries it had written; no manifest was written",
+                        file_context(out.string()));
+}
+
 // What one pack writes, whatever its inputs: files (pack) or a dataset's rows (repack_hdf5).
 struct pack_job {
   std::vector<std::uint64_t> sizes;     // per record
@@ -176,6 +192,7 @@ inline pack_result run_job(const pack_job& job, const std::filesystem::path& out
   const bool compressed = !lmdb && job.codec.kind != codec_kind::none;
   const pack_plan plan = make_plan(job.sizes, o.shard_bytes, std::uint64_t{4} << 20,
                                    compressed ? job.chunk_bytes : 0, job.align);
+  if (o.cancelled && o.cancelled()) throw_cancelled(out_dir, 0);
   prepare_out_dir(out_dir, o.prefix, o.force);
 
   pack_result res;
@@ -223,6 +240,7 @@ inline pack_result run_job(const pack_job& job, const std::filesystem::path& out
       }
 #endif
       for (std::size_t k = s.first_batch; k < s.first_batch + s.batches; ++k) {
+        stop_if_cancelled(o);
         batch_data b = pipe.take(k);
         const batch_plan& bp = plan.batches[k];
         for (std::uint64_t r = bp.first_record; r < bp.end_record; ++r) {
@@ -270,6 +288,9 @@ inline pack_result run_job(const pack_job& job, const std::filesystem::path& out
       ++prog.shards_done;
     }
     meter.report(true);
+  } catch (const pack_stop&) {
+    remove_quietly(written);
+    throw_cancelled(out_dir, res.shards.size());
   } catch (...) {
     remove_quietly(written);
     throw;
@@ -280,6 +301,10 @@ inline pack_result run_job(const pack_job& job, const std::filesystem::path& out
     // the shards stay (for inspection) and no manifest is written.
     meter.start_verify();
     for (const packed_shard& s : res.shard_info) {
+      if (o.cancelled && o.cancelled()) {
+        remove_quietly(written);
+        throw_cancelled(out_dir, res.shards.size());
+      }
       const read_back rb = read_shard(s.file, lmdb, res.lmdb_datum, res.labels, threads);
       if (rb.sizes.size() != s.records)
         verify_fail("the shard holds " + std::to_string(rb.sizes.size()) + " records, " +
