@@ -20,6 +20,32 @@
 
 namespace gpufeed::detail {
 
+// True for the errno values that mean no descriptor is left: the process's limit (EMFILE,
+// `ulimit -n`) or the system's (ENFILE).
+inline bool out_of_descriptors(int e) noexcept { return e == EMFILE || e == ENFILE; }
+
+// `what`, prefixed with "too many open files" when errno e says no descriptor is left: that
+// names the cause where a library's own message would blame the file.
+inline std::string open_failure(int e, const std::string& what) {
+  if (!out_of_descriptors(e)) return what;
+  return "too many open files: " + what + " (the descriptor limit, ulimit -n, is reached; " +
+         "lower the sources' open-shard limit or raise the limit)";
+}
+
+// io_error "too many open files" naming `file` (api: what failed) when no descriptor can be had
+// now, probed by duplicating `fd`; returns otherwise. For a library call that failed without
+// saying why (HDF5's open), before its failure is blamed on the file.
+inline void check_descriptors_left(int fd, const std::string& file, const char* api) {
+  const int d = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (d >= 0) {
+    ::close(d);
+    return;
+  }
+  const int e = errno;
+  if (out_of_descriptors(e)) throw io_error(open_failure(e, "cannot open the file"),
+                                            os_call_context(file, api, e));
+}
+
 class posix_file {
  public:
   posix_file() noexcept = default;
@@ -29,7 +55,10 @@ class posix_file {
     do {
       fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
     } while (fd_ < 0 && errno == EINTR);
-    if (fd_ < 0) throw_errno("cannot open file", "open", errno);
+    if (fd_ < 0) {
+      const int e = errno;
+      throw_errno(open_failure(e, "cannot open file"), "open", e);
+    }
     struct stat st {};
     if (::fstat(fd_, &st) != 0) {
       const int e = errno;

@@ -40,6 +40,7 @@ struct shard_slot {
   std::filesystem::path path;
   shard_extent expected;
   lazy_slot<shard_index> opened;
+  const manifest_entry* listed = nullptr;  // its entry in pack's manifest beside it, if any
 };
 
 // Rows per decode band of an opened shard, as pack's manifest states it (band_rows): 0 when its
@@ -63,6 +64,7 @@ struct source_state {
   std::unique_ptr<shared_chunk_cache> cache;  // shared by every reader; its own lock
   hdf5_options req;
   std::string extents_from;  // "opened", "manifest <path>" or "header reads"
+  std::optional<listed_shards> listed;  // pack's manifest beside the shards, when there is one
   mutable std::atomic<std::size_t> opens{0};  // shards opened so far
 
   [[nodiscard]] std::uint64_t size() const noexcept { return first.empty() ? 0 : first.back(); }
@@ -93,12 +95,21 @@ struct source_state {
     return sl.opened.get(
         [&] {
           auto opened = std::make_unique<shard_index>(open_shard(sl.path, req));
+          check_identity(sl, *opened);
           if (k > 0) check_matches(*opened, shard(0));
           check_expected(*opened, sl.expected);
           opened->description.first_record = first[k];
           return opened;
         },
         opens);
+  }
+
+  // format_error naming the shard when it is not the file pack's manifest lists under its name
+  // (size, fingerprint): shards swapped or replaced since pack.
+  void check_identity(const shard_slot& sl, const shard_index& s) const {
+    if (sl.listed)
+      detail::check_identity(listed->manifest, manifest_place(sl.path).second, *sl.listed,
+                             s.file.fd(), s.file.size(), s.path);
   }
 
   // format_error when an opened shard is not what was known of it before (the manifest or a
@@ -158,11 +169,15 @@ struct source_state {
       slots.push_back(std::make_unique<shard_slot>());
       slots.back()->path = p;
     }
+    listed = find_listed(paths);
+    if (listed && listed->manifest.format != "lmdb")
+      for (std::size_t k = 0; k < slots.size(); ++k) slots[k]->listed = listed->entries[k];
     // The first shard, opened now.
     first.assign(1, 0);
     {
       shard_slot& s0 = *slots[0];
       auto z0 = std::make_unique<shard_index>(open_shard(s0.path, req));
+      check_identity(s0, *z0);
       s0.expected = shard_extent{z0->records, z0->max_record, band_rows_of(*z0)};
       s0.opened.set(std::move(z0));
       opens.store(1);
@@ -201,6 +216,25 @@ struct source_state {
   }
 
  private:
+  // format_error naming the manifest and field when shard sl's entry e declares more records or a
+  // larger record than its file can hold (declared_bytes_limit of its size; a file that cannot
+  // be sized is bounded by that limit's floor, and fails when opened): before the record space
+  // and the loader's slots are sized by them.
+  void check_listed(const shard_slot& sl, const manifest_entry& e, const shard_index& z) const {
+    std::error_code ec;
+    const std::uint64_t size = std::filesystem::file_size(sl.path, ec);
+    const std::uint64_t limit = declared_bytes_limit(ec ? 0 : size);
+    const std::string name = manifest_place(sl.path).second;
+    const std::string of = "a file of " + std::to_string(ec ? 0 : size) + " bytes";
+    // Each record takes its row (fixed layout) or an 8-byte offset (blob) of declared bytes.
+    const std::uint64_t per_record = z.blob ? 8 : std::max<std::uint64_t>(z.row_bytes, 1);
+    check_field(listed->manifest, name, "records", e.records, limit / per_record,
+                of + " declares at most " + std::to_string(limit) + " bytes of " +
+                    (z.blob ? "8-byte offsets" : std::to_string(per_record) + "-byte rows"));
+    check_field(listed->manifest, name, "max_record", e.max_record, limit,
+                of + " declares records of at most " + std::to_string(limit) + " bytes");
+  }
+
   // Record counts, largest records and band heights of shards 1.., without opening them: the
   // manifest beside the first shard when it lists every one, else a header read each. Eager
   // opens read them then, and return the opened shards (index k for shard k; 0 is empty).
@@ -217,6 +251,7 @@ struct source_state {
       for (std::size_t k = 1; k < slots.size(); ++k) {
         shard_slot& sl = *slots[k];
         opened[k] = std::make_unique<shard_index>(open_shard(sl.path, req));
+        check_identity(sl, *opened[k]);
         check_matches(*opened[k], z);
         sl.expected = shard_extent{opened[k]->records, opened[k]->max_record,
                                    band_rows_of(*opened[k])};
@@ -224,12 +259,21 @@ struct source_state {
       }
       return opened;
     }
-    std::vector<std::filesystem::path> paths;
-    for (const auto& sl : slots) paths.push_back(sl->path);
-    if (const auto listed = find_listed(paths); listed && listed->all_listed(1)) {
+    if (listed && listed->all_listed(1)) {
       for (std::size_t k = 1; k < slots.size(); ++k) {
         const manifest_entry& e = *listed->entries[k];
+        check_listed(*slots[k], e, z);
         slots[k]->expected = shard_extent{e.records, e.max_record, e.band_rows};
+        // records: 0 would drop the shard from the record space unopened (and shift every later
+        // index): the shard's header says what it holds.
+        if (e.records == 0) {
+          const shard_extent h = read_extent(slots[k]->path, req.dataset, z.blob, z.row_bytes);
+          if (h.records != 0)
+            throw format_error("the manifest " + listed->manifest.path.string() +
+                                   " says records: 0 for the shard, which holds " +
+                                   std::to_string(h.records) + " records",
+                               file_context(slots[k]->path.string()));
+        }
       }
       extents_from = "the manifest " + listed->manifest.path.string();
       return opened;

@@ -13,6 +13,8 @@
 #include <memory>
 #include <thread>
 
+#include "gpufeed/detail/pack_manifest.hpp"
+#include "gpufeed/detail/posix_file.hpp"
 #include "gpufeed/pack/pack.hpp"
 
 namespace gpufeed {
@@ -335,6 +337,11 @@ inline pack_result run_job(const pack_job& job, const std::filesystem::path& out
     manifest_shard ms{s.file.filename().string(), s.records, s.bytes, s.first_record, s.crc32,
                       max_record};
     ms.min_record = s.records ? min_record : 0;
+    {  // the shard's identity, checked by a source when it first opens the shard
+      const posix_file f(lmdb ? s.file / "data.mdb" : s.file);
+      ms.file_bytes = f.size();
+      ms.fingerprint = shard_fingerprint(f.fd(), f.size(), f.path());
+    }
     // HDF5: rows per band of chunks (what hdf5_source::decode_unit answers for an unopened
     // shard): 0 uncompressed, chunk rows for the fixed layout; compressed blob shards: unstated.
 #if defined(GPUFEED_PACK_HDF5)
