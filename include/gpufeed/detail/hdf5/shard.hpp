@@ -47,7 +47,8 @@ struct chunk_entry {
 
 struct shard_index {
   std::string path;
-  posix_file file;
+  // Mutable: source_state's shard_lru closes and reopens its descriptor (never while pinned).
+  mutable posix_file file;
   bool blob = false;
   read_kind kind = read_kind::contiguous;
   std::size_t element_size = 1;
