@@ -3,8 +3,6 @@
 // revisits closed shards) and through a loader with several workers, each record exactly once
 // and byte-equal; without the bound the same limit is an io_error saying "too many open files".
 #include <doctest/doctest.h>
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <numeric>
@@ -64,31 +62,6 @@ std::vector<std::uint8_t> as_vector(std::span<const std::byte> b) {
   return v;
 }
 
-// RLIMIT_NOFILE's soft limit lowered to `above` more than the descriptors open now; restored
-// at scope exit.
-class low_fd_limit {
- public:
-  explicit low_fd_limit(rlim_t above) {
-    REQUIRE(::getrlimit(RLIMIT_NOFILE, &saved_) == 0);
-    rlimit r = saved_;
-    r.rlim_cur = static_cast<rlim_t>(open_now()) + above;
-    REQUIRE(::setrlimit(RLIMIT_NOFILE, &r) == 0);
-  }
-  low_fd_limit(const low_fd_limit&) = delete;
-  low_fd_limit& operator=(const low_fd_limit&) = delete;
-  ~low_fd_limit() { ::setrlimit(RLIMIT_NOFILE, &saved_); }
-
- private:
-  // Descriptors open now. New descriptors take the lowest free numbers below the limit, so
-  // `above` more can be opened (those open above it stay usable).
-  static int open_now() {
-    int n = 0;
-    for ([[maybe_unused]] const auto& e : fs::directory_iterator("/proc/self/fd")) ++n;
-    return n;
-  }
-  rlimit saved_{};
-};
-
 }  // namespace
 
 TEST_CASE("200 shards read under a descriptor limit 64 above the baseline (max_open_shards 32)") {
@@ -97,7 +70,7 @@ TEST_CASE("200 shards read under a descriptor limit 64 above the baseline (max_o
   const fs::path canon = fs::canonical(dir.path());
   hdf5_options o;
   o.max_open_shards = 32;
-  const low_fd_limit limit(64);
+  const test::low_fd_limit limit(64);
   const hdf5_source src(paths, o);
   REQUIRE(src.size() == shards * per_shard);
   // Through the source: a shuffled order, twice (closed shards reopen), every record equal.
@@ -141,7 +114,7 @@ TEST_CASE("eager opening of 200 shards under the same limit keeps 32 open") {
   hdf5_options o;
   o.max_open_shards = 32;
   o.open = hdf5_options::open_kind::eager;
-  const low_fd_limit limit(64);
+  const test::low_fd_limit limit(64);
   const hdf5_source src(paths, o);
   CHECK(test::fds_under(fs::canonical(dir.path())) <= 32);
   std::vector<std::byte> buf(src.max_record_size());
@@ -157,7 +130,7 @@ TEST_CASE("without a bound, running out of descriptors is io_error 'too many ope
   const auto paths = write_shards(dir.path());
   hdf5_options o;
   o.max_open_shards = 0;
-  const low_fd_limit limit(64);
+  const test::low_fd_limit limit(64);
   const hdf5_source src(paths, o);
   std::vector<std::byte> buf(src.max_record_size());
   const std::string e = test::error_of<io_error>([&] {
@@ -166,4 +139,38 @@ TEST_CASE("without a bound, running out of descriptors is io_error 'too many ope
   });
   CHECK(test::has(e, "too many open files"));
   CHECK(test::has(e, ".h5"));
+}
+
+TEST_CASE("H5Dread fallback shards (compact storage) close and reopen under max_open_shards 3") {
+  test::temp_dir dir("openlimitfb");
+  std::vector<fs::path> paths;
+  std::vector<std::int32_t> all;
+  for (int k = 0; k < 12; ++k) {
+    std::vector<std::int32_t> v(4 * 2);
+    for (std::size_t j = 0; j < v.size(); ++j) v[j] = static_cast<std::int32_t>(k * 100 + j);
+    all.insert(all.end(), v.begin(), v.end());
+    paths.push_back(dir / ("c-" + std::to_string(100 + k) + ".h5"));
+    test::h5_file f(paths.back());
+    test::dataset_spec s;
+    s.file_type = H5T_STD_I32LE;
+    s.mem_type = H5T_NATIVE_INT32;
+    s.dims = {4, 2};
+    s.compact = true;
+    f.add(s, v);
+  }
+  hdf5_options o;
+  o.max_open_shards = 3;
+  const hdf5_source src(paths, o);
+  REQUIRE(src.shards()[0].read_path == hdf5_read_path::h5dread_fallback);
+  auto r = src.make_reader();
+  std::int32_t row[2];
+  for (int pass = 0; pass < 3; ++pass)
+    for (std::uint64_t j = 0; j < src.size(); ++j) {
+      const std::uint64_t i = (j * 5 + static_cast<std::uint64_t>(pass)) % src.size();
+      r.read(i, std::as_writable_bytes(std::span<std::int32_t>(row, 2)));
+      CHECK(row[0] == all[2 * i]);
+      CHECK(row[1] == all[2 * i + 1]);
+    }
+  // Two descriptors a fallback shard (the pread file and HDF5's), three shards open at most.
+  CHECK(test::fds_under(fs::canonical(dir.path())) <= 2 * 3);
 }

@@ -28,8 +28,8 @@ inline bool out_of_descriptors(int e) noexcept { return e == EMFILE || e == ENFI
 // names the cause where a library's own message would blame the file.
 inline std::string open_failure(int e, const std::string& what) {
   if (!out_of_descriptors(e)) return what;
-  return "too many open files: " + what + " (the descriptor limit, ulimit -n, is reached; " +
-         "lower the sources' open-shard limit or raise the limit)";
+  return "too many open files: " + what + " (the descriptor limit, ulimit -n, is reached: " +
+         "raise it, or keep fewer shards open, e.g. hdf5_options::max_open_shards)";
 }
 
 // io_error "too many open files" naming `file` (api: what failed) when no descriptor can be had

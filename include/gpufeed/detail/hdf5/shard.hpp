@@ -147,8 +147,9 @@ struct shard_index {
       throw_hdf5("cannot reopen the shard after a failed read", path, "H5Pset_driver", -1, global);
     h5file = handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose);
     if (!h5file.valid())
-      throw_hdf5<io_error>("cannot reopen the shard after a failed read (truncated since?)", path,
-                           "H5Fopen", -1, global);
+      throw_hdf5<io_error>("cannot reopen the shard (after a failed read, or closed by "
+                           "hdf5_options::max_open_shards; truncated or replaced since?)",
+                           path, "H5Fopen", -1, global);
     dataset = handle(H5Dopen2(h5file.get(), dataset_name.c_str(), H5P_DEFAULT), H5Dclose);
     if (!dataset.valid())
       throw_hdf5<io_error>("cannot reopen dataset '" + dataset_name + "' after a failed read", path,

@@ -265,11 +265,13 @@ struct source_state {
     const std::uint64_t limit = declared_bytes_limit(ec ? 0 : size);
     const std::string name = manifest_place(sl.path).second;
     const std::string of = "a file of " + std::to_string(ec ? 0 : size) + " bytes";
-    // Each record takes its row (fixed layout) or an 8-byte offset (blob) of declared bytes.
-    const std::uint64_t per_record = z.blob ? 8 : std::max<std::uint64_t>(z.row_bytes, 1);
+    // Each record takes an 8-byte offset (blob) or its row (fixed layout; counted as at most 8
+    // bytes, so that rows compressed past 4096-fold are not refused) of declared bytes.
+    const std::uint64_t per_record =
+        z.blob ? 8 : std::clamp<std::uint64_t>(z.row_bytes, 1, 8);
     check_field(listed->manifest, name, "records", e.records, limit / per_record,
-                of + " declares at most " + std::to_string(limit) + " bytes of " +
-                    (z.blob ? "8-byte offsets" : std::to_string(per_record) + "-byte rows"));
+                of + " declares at most " + std::to_string(limit) + " bytes, " +
+                    std::to_string(per_record) + " a record");
     check_field(listed->manifest, name, "max_record", e.max_record, limit,
                 of + " declares records of at most " + std::to_string(limit) + " bytes");
   }
