@@ -238,6 +238,10 @@ TEST_CASE("inspect: bad input exits 1 with one line naming the file") {
   const std::string z = (dir / "z/shard-00000.h5").string();
   const auto [addr, size] = gpufeed::test::chunk_extent(z, "data", {0});
   gpufeed::test::flip_byte(z, addr + size / 2, 0xff);
+  // The shard is small: pack's manifest fingerprint covers the byte, and says so at open.
+  expect_one_line_failure(gpufeed_run(dir.path(), {"inspect", "--checksums", z}), z,
+                          "not the file the manifest lists");
+  fs::remove(dir / "z/manifest.json");
   const run_result cz = gpufeed_run(dir.path(), {"inspect", "--checksums", z});
   expect_one_line_failure(cz, z, "record");
 
