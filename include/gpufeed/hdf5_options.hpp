@@ -3,6 +3,7 @@
 // detail/hdf5 code that fills these types name them directly.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -52,6 +53,13 @@ struct hdf5_options {
   // H5Dread fallback). true delivers the stored 2-byte elements as they are (in native byte
   // order), on the pread paths; `gpufeed pack --from` reads so to keep float16 float16.
   bool keep_float16 = false;
+  // The most shards that hold open descriptors at once (one each; two for a shard read through
+  // the H5Dread fallback), so any number of shards reads under a descriptor limit such as
+  // `ulimit -n` 1024. Past it the least recently used shard not being read is closed; it
+  // reopens on its next read, keeping its index (reopening costs an open(2), no HDF5 call, on
+  // the pread paths). A shard being read is never closed: the bound may be exceeded by one shard
+  // per reading thread. 0: no bound (every opened shard stays open).
+  std::size_t max_open_shards = 256;
 };
 
 enum class hdf5_read_path { pread_raw, pread_decode, h5dread_fallback };

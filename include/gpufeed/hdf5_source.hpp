@@ -233,9 +233,11 @@ class hdf5_source {
     for (std::size_t k = state_->locate(first); k < state_->shard_count(); ++k) {
       const std::uint64_t lo = state_->first[k], hi = state_->first[k + 1];
       if (lo >= end) break;
-      if (!state_->is_open(k)) continue;
+      // Not opened, or its descriptor closed (shard_lru): nothing to advise until it is read.
+      if (!state_->is_open(k) || !state_->lru->pin_if_open(k)) continue;
       detail::hdf5::advise_records(state_->shard(k), std::max(first, lo) - lo,
                                    std::min(end, hi) - lo);
+      state_->lru->unpin(k);
     }
   }
 
@@ -335,7 +337,10 @@ class hdf5_source::reader {
 
   // Completes the oldest record try_read() left unfinished (pass the same i and dst), waiting
   // for its chunks; records are finished in the order they were left. Errors as read().
-  void finish_deferred(std::uint64_t i, std::span<std::byte> dst) { impl_.finish_deferred(i, dst); }
+  void finish_deferred(std::uint64_t i, std::span<std::byte> dst) {
+    const auto pin = state_->pin(state_->locate(i));  // its chunks are read now
+    impl_.finish_deferred(i, dst);
+  }
 
   // Decodes ahead, into the shared cache, the chunks records [first, first + count) will read
   // (the loader's workers do it for block_shuffled's next window), while the cache has room
@@ -349,6 +354,7 @@ class hdf5_source::reader {
       for (std::size_t k = state_->locate(first); k < state_->shard_count(); ++k) {
         const std::uint64_t lo = state_->first[k], hi = state_->first[k + 1];
         if (lo >= end) break;
+        const auto pin = state_->pin(k);
         impl_.decode_ahead(state_->shard(k), state_->key_base[k], std::max(first, lo) - lo,
                            std::min(end, hi) - lo);
       }
@@ -378,6 +384,7 @@ class hdf5_source::reader {
                              std::to_string(i) + " needs " + std::to_string(need),
                          std::move(ctx));
     }
+    const auto pin = state_->pin(k);  // its descriptors open while it is read
     return impl_.read(s, state_->key_base[k], local, i, dst, wait);
   }
 

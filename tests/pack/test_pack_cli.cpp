@@ -238,6 +238,10 @@ TEST_CASE("inspect: bad input exits 1 with one line naming the file") {
   const std::string z = (dir / "z/shard-00000.h5").string();
   const auto [addr, size] = gpufeed::test::chunk_extent(z, "data", {0});
   gpufeed::test::flip_byte(z, addr + size / 2, 0xff);
+  // The shard is small: pack's manifest fingerprint covers the byte, and says so at open.
+  expect_one_line_failure(gpufeed_run(dir.path(), {"inspect", "--checksums", z}), z,
+                          "not the file the manifest lists");
+  fs::remove(dir / "z/manifest.json");
   const run_result cz = gpufeed_run(dir.path(), {"inspect", "--checksums", z});
   expect_one_line_failure(cz, z, "record");
 
@@ -418,4 +422,33 @@ TEST_CASE("pack --from: an h5py gzip file with automatic chunks, --labels NAME, 
       gpufeed_run(dir.path(), {"pack", "--from", file.string(), "--dataset", "nope", "-o",
                                (dir / "o2").string()}),
       file.string());
+}
+
+TEST_CASE("inspect --verify: a flipped record byte is caught (the open-time fingerprint misses it)") {
+  gpufeed::test::temp_dir dir("cliverify");
+  const fs::path root = dir / "in";
+  gpufeed::test::make_tree(root, 40, 24000, 2, 31);  // ~400 KB: a shard well over 128 KiB
+  REQUIRE(gpufeed_run(dir.path(), {"pack", root.string(), "-o", (dir / "h5").string(), "-q",
+                                   "--no-shuffle"})
+              .code == 0);
+  const std::string h5 = (dir / "h5/shard-00000.h5").string();
+  const run_result ok = gpufeed_run(dir.path(), {"inspect", "--verify", h5});
+  CAPTURE(ok.err);
+  REQUIRE(ok.code == 0);
+  CHECK(ok.out.find("verified") != std::string::npos);
+  // Flip a byte in the middle, away from both ends (outside the fingerprint): record bytes
+  // (the records are nearly all of the file).
+  bytes b = gpufeed::test::read_file(h5);
+  REQUIRE(b.size() > (300u << 10));
+  const std::size_t at = b.size() / 2;
+  b[at] ^= std::byte{0x40};
+  write_file(h5, b);
+  CHECK(gpufeed_run(dir.path(), {"inspect", h5}).code == 0);  // size and fingerprint still agree
+  expect_one_line_failure(gpufeed_run(dir.path(), {"inspect", "--verify", h5}), h5,
+                          "records differ from what");
+  // A shard no manifest lists: --verify has nothing to check it against.
+  const std::string lone = (dir / "lone.h5").string();
+  fs::copy_file(h5, lone);
+  expect_one_line_failure(gpufeed_run(dir.path(), {"inspect", "--verify", lone}), lone,
+                          "--verify");
 }

@@ -2,7 +2,8 @@
 // path, records and bytes, image sizes of a sample of records (inspect_images.hpp); with
 // --checksums, every record's size and crc32 as the loader would deliver it.
 //
-//   gpufeed inspect SHARD... [--dataset NAME] [--datum] [--checksums] [--names] [--json]
+//   gpufeed inspect SHARD... [--dataset NAME] [--datum] [--checksums] [--names] [--verify]
+//                   [--json]
 //
 // A SHARD is an HDF5 file (detected by its signature), an LMDB environment directory (one
 // holding data.mdb) or its data.mdb, or a pack directory or its manifest.json (the shards it
@@ -15,7 +16,11 @@
 // "INDEX NAME" (global index over the shards given; with --json, a "names" array).
 // --checksums prints only lines "INDEX SIZE CRC32" (global index over the shards given, in
 // decimal; size in bytes; zlib crc32 of the delivered bytes as 8 lowercase hex digits), so two
-// runs can be diffed; with --json they go into the JSON instead. Bad input: exit code 1 and one
+// runs can be diffed; with --json they go into the JSON instead. --verify reads every record
+// of each shard and checks its count, bytes and crc32 against pack's manifest.json beside it
+// (the check a source makes when it opens a shard, size and fingerprint, does not read every
+// byte): a mismatch is exit code 1 naming the shard; a shard the manifest does not list is a
+// config error. Bad input: exit code 1 and one
 // line on stderr naming the file (and record).
 #include <sys/stat.h>
 
@@ -52,7 +57,7 @@ struct inspect_args {
   std::vector<std::string> shards;
   std::string dataset = "data";
   bool dataset_given = false;
-  bool datum = false, checksums = false, names = false, as_json = false;
+  bool datum = false, checksums = false, names = false, as_json = false, verify = false;
 };
 
 // What gpufeed pack's manifest.json beside a shard says about it; found = false when there is
@@ -60,6 +65,9 @@ struct inspect_args {
 struct manifest_entry {
   bool found = false, datum = false;
   std::vector<std::string> names;  // the shard's records' names, in record order
+  std::uint64_t records = 0, bytes = 0;
+  std::string crc32;  // 8 hex digits: crc32 of the shard's record bytes, records in order
+  std::string manifest;
 };
 
 manifest_entry manifest_for(const std::string& shard) {
@@ -76,6 +84,10 @@ manifest_entry manifest_for(const std::string& shard) {
   for (const auto& s : m.value("shards", json::array())) {
     if (!s.is_object() || s.value("file", "") != file) continue;
     e.found = true;
+    e.manifest = (dir / "manifest.json").string();
+    e.records = s.value("records", std::uint64_t{0});
+    e.bytes = s.value("bytes", std::uint64_t{0});
+    e.crc32 = s.value("crc32", "");
     const auto& o = m.value("options", json::object());
     e.datum = o.is_object() && o.value("lmdb_datum", false);
     const auto& names = m.value("names", json::array());
@@ -201,6 +213,39 @@ void checksums(const opened& o, const Source& s, json* out) {
   }
 }
 
+// --verify: every record of the shard read, its count, bytes and crc32 against the manifest's.
+template <class Source>
+void verify(const opened& o, const Source& s, json* out) {
+  if (!o.manifest.found)
+    throw config_error("--verify checks a shard against gpufeed pack's manifest.json beside it, "
+                       "which does not list it",
+                       file_context(o.path));
+  auto reader = make_reader(s);
+  std::vector<std::byte> buf(std::max<std::size_t>(s.max_record_size(), 1));
+  std::uint64_t bytes = 0;
+  std::uint32_t crc = 0;
+  for (std::uint64_t i = 0; i < s.size(); ++i) {
+    const std::size_t n = s.record_size(i);
+    reader.read(i, std::span<std::byte>(buf.data(), n));
+    crc = detail::pack::crc32_join(crc, detail::pack::crc32_of(buf.data(), n), n);
+    bytes += n;
+  }
+  const std::string got = detail::pack::hex32(crc);
+  if (s.size() != o.manifest.records || bytes != o.manifest.bytes || got != o.manifest.crc32)
+    throw corrupt_error("the shard's records differ from what " + o.manifest.manifest +
+                            " says (" + std::to_string(s.size()) + " records, " +
+                            std::to_string(bytes) + " bytes, crc32 " + got + "; the manifest: " +
+                            std::to_string(o.manifest.records) + " records, " +
+                            std::to_string(o.manifest.bytes) + " bytes, crc32 " +
+                            o.manifest.crc32 + ")",
+                        file_context(o.path));
+  if (out)
+    out->push_back({{"path", o.path}, {"records", s.size()}, {"bytes", bytes}, {"crc32", got}});
+  else
+    std::printf("verified %s: %" PRIu64 " records, %" PRIu64 " bytes, crc32 %s\n",
+                o.path.c_str(), s.size(), bytes, got.c_str());
+}
+
 void run_inspect(const inspect_args& a) {
   // A pack directory (or its manifest) stands for its shards.
   std::vector<std::string> paths;
@@ -233,7 +278,8 @@ void run_inspect(const inspect_args& a) {
       if (a.dataset != "data") ho.label_dataset = "";
       hdf5_source src(p, ho);
       const hdf5_shard_extras x = read_hdf5_extras(p, !a.checksums || a.names);
-      shards.push_back({p, std::move(src), x, first, {}});
+      shards.push_back(
+          {p, std::move(src), x, first, a.verify ? manifest_for(p) : manifest_entry{}});
     }
     first += std::visit([](const auto& s) { return s.size(); }, shards.back().source);
   }
@@ -251,7 +297,13 @@ void run_inspect(const inspect_args& a) {
     }
     if (a.as_json) doc["names"] = std::move(names);
   }
-  if (a.as_json || (!a.checksums && !a.names)) {
+  if (a.verify) {  // before anything else is printed: a mismatch is the answer
+    json list = json::array();
+    for (const opened& o : shards)
+      std::visit([&](const auto& s) { verify(o, s, a.as_json ? &list : nullptr); }, o.source);
+    if (a.as_json) doc["verified"] = std::move(list);
+  }
+  if (a.as_json || (!a.checksums && !a.names && !a.verify)) {
     json list = json::array();
     std::uint64_t bytes = 0;
     for (const opened& o : shards) {
@@ -332,6 +384,9 @@ void add_inspect(CLI::App& app) {
                 "print only 'INDEX SIZE CRC32' per record (decimal, bytes, 8 hex digits)");
   cmd->add_flag("--names", a->names,
                 "print only 'INDEX NAME' per record: the record index -> input name map");
+  cmd->add_flag("--verify", a->verify,
+                "read every record and check each shard's record count, bytes and crc32 "
+                "against gpufeed pack's manifest.json beside it");
   cmd->add_flag("--json", a->as_json, "one JSON document on stdout");
   cmd->callback([a, dataset] {
     a->dataset_given = dataset->count() > 0;

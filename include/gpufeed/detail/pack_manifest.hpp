@@ -5,11 +5,21 @@
 // band height (HDF5: what decode_unit answers). Shared by hdf5_source and lmdb_source.
 //
 // Reads only that fixed shape (the library has no JSON dependency). Fields added later
-// (min_record, band_rows) are optional: an older manifest still gives counts and largest
-// records, and a source that needs a missing field reads the shard instead.
+// (min_record, band_rows, file_bytes, fingerprint) are optional: an older manifest still gives
+// counts and largest records, and a source that needs a missing field reads the shard instead.
+//
+// Nothing read here is trusted: a source bounds each count and size against the shard file's
+// size (check_field) before it allocates by it, and checks a shard's identity (its size and
+// fingerprint, check_identity) when it first opens it, so shards swapped or replaced since pack
+// are a format_error naming them, never records read in the wrong order.
 #pragma once
 
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -19,6 +29,8 @@
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "gpufeed/error.hpp"
 
 namespace gpufeed::detail {
 
@@ -31,6 +43,10 @@ struct manifest_entry {
   // HDF5: rows per band of chunks (what records decode together), 0 when records decode alone
   // (uncompressed); absent when the shard must be opened to tell (blob layout, compressed).
   std::optional<std::uint64_t> band_rows;
+  // The shard file's size in bytes (LMDB: data.mdb's) and shard_fingerprint() of it, as pack
+  // wrote them; absent in older manifests (then only what is present is checked).
+  std::optional<std::uint64_t> file_bytes;
+  std::optional<std::uint64_t> fingerprint;
 };
 
 struct pack_manifest {
@@ -59,7 +75,11 @@ inline std::optional<pack_manifest> read_pack_manifest(const std::filesystem::pa
     std::uint64_t v = 0;
     bool any = false;
     while (i < end && t[i] >= '0' && t[i] <= '9') {
-      v = v * 10 + static_cast<std::uint64_t>(t[i++] - '0');
+      // Saturates: a number past 2^64 - 1 reads as that, which every bound refuses.
+      if (__builtin_mul_overflow(v, std::uint64_t{10}, &v) ||
+          __builtin_add_overflow(v, static_cast<std::uint64_t>(t[i] - '0'), &v))
+        v = ~std::uint64_t{0};
+      ++i;
       any = true;
     }
     return any ? std::optional<std::uint64_t>(v) : std::nullopt;
@@ -89,10 +109,100 @@ inline std::optional<pack_manifest> read_pack_manifest(const std::filesystem::pa
     e.max_record = *max_record;
     e.min_record = number_after(i, end, "\"min_record\": ");
     e.band_rows = number_after(i, end, "\"band_rows\": ");
+    e.file_bytes = number_after(i, end, "\"file_bytes\": ");
+    const std::size_t fp = std::string_view(t).substr(0, end).find("\"fingerprint\": \"", i);
+    if (fp != std::string::npos) {
+      std::uint64_t v = 0;
+      std::size_t j = fp + 16, digits = 0;
+      for (; j < end && digits < 16 && std::isxdigit(static_cast<unsigned char>(t[j]));
+           ++j, ++digits) {
+        const char c = static_cast<char>(std::tolower(static_cast<unsigned char>(t[j])));
+        v = v << 4 | static_cast<std::uint64_t>(c <= '9' ? c - '0' : c - 'a' + 10);
+      }
+      if (digits == 16 && j < end && t[j] == '"') e.fingerprint = v;
+    }
     m.shards[name] = e;
     m.order.push_back(name);
   }
   return m;
+}
+
+// Bytes at each end of a shard file that its fingerprint covers.
+inline constexpr std::uint64_t fingerprint_block = std::uint64_t{64} << 10;
+
+// A cheap identity of a shard file: 64-bit FNV-1a over its size (8 bytes, little-endian), its
+// first 64 KiB and its last 64 KiB (the whole file when shorter than 128 KiB). Pack records it
+// in the manifest; a source compares it when it first opens the shard (two reads, no full scan:
+// `gpufeed inspect --verify` checks every record's bytes against the manifest's crc32).
+// io_error naming `file` when a read fails or comes short.
+inline std::uint64_t shard_fingerprint(int fd, std::uint64_t size, const std::string& file) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  const auto mix = [&h](const unsigned char* p, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  };
+  unsigned char sz[8];
+  for (int i = 0; i < 8; ++i) sz[i] = static_cast<unsigned char>(size >> (8 * i));
+  mix(sz, 8);
+  std::vector<unsigned char> buf;
+  const auto read_at = [&](std::uint64_t at, std::uint64_t n) {
+    buf.resize(static_cast<std::size_t>(n));
+    std::size_t got = 0;
+    while (got < n) {
+      const ssize_t r = ::pread(fd, buf.data() + got, static_cast<std::size_t>(n) - got,
+                                static_cast<off_t>(at + got));
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) throw io_error("cannot read the shard to check its identity",
+                                os_call_context(file, "pread", errno));
+      if (r == 0) throw io_error("the shard ended early while its identity was checked (truncated?)",
+                                 file_context(file));
+      got += static_cast<std::size_t>(r);
+    }
+    mix(buf.data(), buf.size());
+  };
+  if (size <= 2 * fingerprint_block) {
+    read_at(0, size);
+  } else {
+    read_at(0, fingerprint_block);
+    read_at(size - fingerprint_block, fingerprint_block);
+  }
+  return h;
+}
+
+inline std::string fingerprint_text(std::uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// format_error naming `file` when it is not the file manifest m lists as `name` (entry e): its
+// size (when the manifest has file_bytes) or its fingerprint (when it has one) differ. `fd` is
+// the shard file opened for reading, of `size` bytes.
+inline void check_identity(const pack_manifest& m, const std::string& name,
+                           const manifest_entry& e, int fd, std::uint64_t size,
+                           const std::string& file) {
+  const std::string tail = ": shards swapped, replaced or rewritten since gpufeed pack wrote " +
+                           m.path.string() + " (pack again, or remove the manifest)";
+  if (e.file_bytes && *e.file_bytes != size)
+    throw format_error("the shard is not the file the manifest lists as '" + name + "': it has " +
+                           std::to_string(size) + " bytes, the manifest says " +
+                           std::to_string(*e.file_bytes) + tail,
+                       file_context(file));
+  if (e.fingerprint && *e.fingerprint != shard_fingerprint(fd, size, file))
+    throw format_error("the shard is not the file the manifest lists as '" + name +
+                           "': its fingerprint (first and last 64 KiB) differs from the "
+                           "manifest's " + fingerprint_text(*e.fingerprint) + tail,
+                       file_context(file));
+}
+
+// format_error naming the manifest, the shard and the field when `value` (what the manifest
+// declares) is over `limit` (what a shard file of its size can hold; `why` says how).
+inline void check_field(const pack_manifest& m, const std::string& name, const char* field,
+                        std::uint64_t value, std::uint64_t limit, const std::string& why) {
+  if (value > limit)
+    throw format_error("the manifest lists shard '" + name + "' with " + field + ": " +
+                           std::to_string(value) + ", more than its file can hold (at most " +
+                           std::to_string(limit) + ": " + why + "); damaged or crafted",
+                       file_context(m.path.string()));
 }
 
 // Where a shard path is listed: the directory holding it and its name there. An LMDB shard

@@ -20,6 +20,32 @@
 
 namespace gpufeed::detail {
 
+// True for the errno values that mean no descriptor is left: the process's limit (EMFILE,
+// `ulimit -n`) or the system's (ENFILE).
+inline bool out_of_descriptors(int e) noexcept { return e == EMFILE || e == ENFILE; }
+
+// `what`, prefixed with "too many open files" when errno e says no descriptor is left: that
+// names the cause where a library's own message would blame the file.
+inline std::string open_failure(int e, const std::string& what) {
+  if (!out_of_descriptors(e)) return what;
+  return "too many open files: " + what + " (the descriptor limit, ulimit -n, is reached: " +
+         "raise it, or keep fewer shards open, e.g. hdf5_options::max_open_shards)";
+}
+
+// io_error "too many open files" naming `file` (api: what failed) when no descriptor can be had
+// now, probed by duplicating `fd`; returns otherwise. For a library call that failed without
+// saying why (HDF5's open), before its failure is blamed on the file.
+inline void check_descriptors_left(int fd, const std::string& file, const char* api) {
+  const int d = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (d >= 0) {
+    ::close(d);
+    return;
+  }
+  const int e = errno;
+  if (out_of_descriptors(e)) throw io_error(open_failure(e, "cannot open the file"),
+                                            os_call_context(file, api, e));
+}
+
 class posix_file {
  public:
   posix_file() noexcept = default;
@@ -29,7 +55,10 @@ class posix_file {
     do {
       fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
     } while (fd_ < 0 && errno == EINTR);
-    if (fd_ < 0) throw_errno("cannot open file", "open", errno);
+    if (fd_ < 0) {
+      const int e = errno;
+      throw_errno(open_failure(e, "cannot open file"), "open", e);
+    }
     struct stat st {};
     if (::fstat(fd_, &st) != 0) {
       const int e = errno;
@@ -41,21 +70,61 @@ class posix_file {
       throw io_error("not a regular file", file_context(path_));
     }
     size_ = static_cast<std::uint64_t>(st.st_size);
+    dev_ = st.st_dev;
+    ino_ = st.st_ino;
   }
 
   posix_file(const posix_file&) = delete;
   posix_file& operator=(const posix_file&) = delete;
   posix_file(posix_file&& o) noexcept
-      : fd_(std::exchange(o.fd_, -1)), size_(o.size_), path_(std::move(o.path_)) {}
+      : fd_(std::exchange(o.fd_, -1)), size_(o.size_), dev_(o.dev_), ino_(o.ino_),
+        path_(std::move(o.path_)) {}
   posix_file& operator=(posix_file&& o) noexcept {
     std::swap(fd_, o.fd_);
     std::swap(size_, o.size_);
+    std::swap(dev_, o.dev_);
+    std::swap(ino_, o.ino_);
     std::swap(path_, o.path_);
     return *this;
   }
   ~posix_file() { close(); }
 
   [[nodiscard]] bool is_open() const noexcept { return fd_ >= 0; }
+
+  // Closes the descriptor, keeping path and size: reopen() opens the same file again. The caller
+  // makes sure no other thread uses the descriptor (shard_lru's pins).
+  void close_descriptor() noexcept { close(); }
+
+  // Opens the file again after close_descriptor(): io_error (errno in status; "too many open
+  // files" for EMFILE/ENFILE) when the OS refuses, format_error when the path now names another
+  // file or one of another size (replaced, truncated or grown since it was first opened: its
+  // index no longer describes it).
+  void reopen() {
+    if (fd_ >= 0) return;
+    int fd = -1;
+    do {
+      fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0) {
+      const int e = errno;
+      throw_errno(open_failure(e, "cannot reopen file"), "open", e);
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+      const int e = errno;
+      ::close(fd);
+      throw_errno("cannot stat file", "fstat", e);
+    }
+    if (st.st_dev != dev_ || st.st_ino != ino_ ||
+        static_cast<std::uint64_t>(st.st_size) != size_) {
+      ::close(fd);
+      throw format_error("the file was replaced or changed size since it was first opened (" +
+                             std::to_string(size_) + " bytes then, " +
+                             std::to_string(st.st_size) + " now): reopen the source",
+                         file_context(path_));
+    }
+    fd_ = fd;
+  }
   [[nodiscard]] int fd() const noexcept { return fd_; }
   // The size when the file was opened.
   [[nodiscard]] std::uint64_t size() const noexcept { return size_; }
@@ -100,6 +169,8 @@ class posix_file {
 
   int fd_ = -1;
   std::uint64_t size_ = 0;
+  dev_t dev_ = 0;  // identity of the file opened first (reopen() checks it)
+  ino_t ino_ = 0;
   std::string path_;
 };
 

@@ -186,6 +186,7 @@ inline shard_index open_shard(const std::filesystem::path& p, const hdf5_options
   clear_driver_fault();
   if (H5Fis_hdf5(file.c_str()) <= 0) {
     take_error_stack();
+    check_descriptors_left(s.file.fd(), file, "H5Fis_hdf5");  // EMFILE: not the file's fault
     // H5Fis_hdf5 (through HDF5's own driver) says "no" for a read error too: look for the
     // signature ourselves, so an I/O error is an io_error and only a file without it is "not HDF5".
     if (has_hdf5_signature(s.file))
@@ -198,9 +199,10 @@ inline shard_index open_shard(const std::filesystem::path& p, const hdf5_options
   if (driver < 0) throw_hdf5("cannot register gpufeed's HDF5 file driver", file, "H5FDregister");
   handle fapl = checked(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, "H5Pcreate", "no fapl", file);
   check(H5Pset_driver(fapl.get(), driver, nullptr), "H5Pset_driver", "cannot set the driver", file);
-  handle fid =
-      checked<format_error>(H5Fopen(file.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose, "H5Fopen",
-                            "cannot open the HDF5 file (truncated or damaged?)", file);
+  const hid_t fid_raw = H5Fopen(file.c_str(), H5F_ACC_RDONLY, fapl.get());
+  if (fid_raw < 0) check_descriptors_left(s.file.fd(), file, "H5Fopen");
+  handle fid = checked<format_error>(fid_raw, H5Fclose, "H5Fopen",
+                                     "cannot open the HDF5 file (truncated or damaged?)", file);
   handle dset = open_dataset(fid.get(), s.file, req.dataset);
   const std::string what = "dataset '" + req.dataset + "'";
   const auto dims = dataset_dims(dset.get(), file, req.dataset);

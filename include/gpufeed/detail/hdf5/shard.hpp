@@ -47,7 +47,8 @@ struct chunk_entry {
 
 struct shard_index {
   std::string path;
-  posix_file file;
+  // Mutable: source_state's shard_lru closes and reopens its descriptor (never while pinned).
+  mutable posix_file file;
   bool blob = false;
   read_kind kind = read_kind::contiguous;
   std::size_t element_size = 1;
@@ -146,8 +147,9 @@ struct shard_index {
       throw_hdf5("cannot reopen the shard after a failed read", path, "H5Pset_driver", -1, global);
     h5file = handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose);
     if (!h5file.valid())
-      throw_hdf5<io_error>("cannot reopen the shard after a failed read (truncated since?)", path,
-                           "H5Fopen", -1, global);
+      throw_hdf5<io_error>("cannot reopen the shard (after a failed read, or closed by "
+                           "hdf5_options::max_open_shards; truncated or replaced since?)",
+                           path, "H5Fopen", -1, global);
     dataset = handle(H5Dopen2(h5file.get(), dataset_name.c_str(), H5P_DEFAULT), H5Dclose);
     if (!dataset.valid())
       throw_hdf5<io_error>("cannot reopen dataset '" + dataset_name + "' after a failed read", path,

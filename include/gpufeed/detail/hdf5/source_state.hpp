@@ -7,6 +7,11 @@
 // until a record of it is first located for a read, a size, a label or a decode unit, so a rank
 // opens only the shards its partition touches. Open errors are typed and name the shard, as at
 // construction, and are thrown to every caller until an open succeeds.
+//
+// Descriptors are bounded (hdf5_options::max_open_shards, detail/shard_lru.hpp): an opened
+// shard's index stays, its descriptors (the pread file; the fallback's HDF5 file and dataset)
+// are closed when others need room and reopened by the next read. Every use of a shard's
+// descriptors holds a pin (pin()): shard() alone gives the index, not an open descriptor.
 #pragma once
 
 #include <algorithm>
@@ -26,6 +31,7 @@
 #include "gpufeed/detail/hdf5/shared_chunk_cache.hpp"
 #include "gpufeed/detail/lazy_slot.hpp"
 #include "gpufeed/detail/pack_manifest.hpp"
+#include "gpufeed/detail/shard_lru.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/hdf5_options.hpp"
 
@@ -40,6 +46,7 @@ struct shard_slot {
   std::filesystem::path path;
   shard_extent expected;
   lazy_slot<shard_index> opened;
+  const manifest_entry* listed = nullptr;  // its entry in pack's manifest beside it, if any
 };
 
 // Rows per decode band of an opened shard, as pack's manifest states it (band_rows): 0 when its
@@ -63,6 +70,11 @@ struct source_state {
   std::unique_ptr<shared_chunk_cache> cache;  // shared by every reader; its own lock
   hdf5_options req;
   std::string extents_from;  // "opened", "manifest <path>" or "header reads"
+  std::optional<listed_shards> listed;  // pack's manifest beside the shards, when there is one
+  // Opened shards' indexes, by shard, for the LRU's callbacks: set before a shard is adopted,
+  // read only under the LRU's lock.
+  mutable std::vector<const shard_index*> live;
+  std::unique_ptr<shard_lru> lru;  // bounds the shards holding descriptors
   mutable std::atomic<std::size_t> opens{0};  // shards opened so far
 
   [[nodiscard]] std::uint64_t size() const noexcept { return first.empty() ? 0 : first.back(); }
@@ -92,13 +104,33 @@ struct source_state {
     const shard_slot& sl = *slots[k];
     return sl.opened.get(
         [&] {
+          lru->make_room();
           auto opened = std::make_unique<shard_index>(open_shard(sl.path, req));
+          check_identity(sl, *opened);
           if (k > 0) check_matches(*opened, shard(0));
           check_expected(*opened, sl.expected);
           opened->description.first_record = first[k];
+          live[k] = opened.get();
+          lru->adopt(k);
           return opened;
         },
         opens);
+  }
+
+  // Shard k opened (shard(k)) with its descriptors open until the pin's end: what every pread,
+  // fadvise and H5Dread of it holds. Throws shard(k)'s errors, or a reopen's (io_error, "too many
+  // open files" when no descriptor is left; format_error when the file was replaced).
+  [[nodiscard]] shard_pin pin(std::size_t k) const {
+    (void)shard(k);
+    return shard_pin(lru.get(), k);
+  }
+
+  // format_error naming the shard when it is not the file pack's manifest lists under its name
+  // (size, fingerprint): shards swapped or replaced since pack.
+  void check_identity(const shard_slot& sl, const shard_index& s) const {
+    if (sl.listed)
+      detail::check_identity(listed->manifest, manifest_place(sl.path).second, *sl.listed,
+                             s.file.fd(), s.file.size(), s.path);
   }
 
   // format_error when an opened shard is not what was known of it before (the manifest or a
@@ -158,13 +190,23 @@ struct source_state {
       slots.push_back(std::make_unique<shard_slot>());
       slots.back()->path = p;
     }
+    live.assign(paths.size(), nullptr);
+    lru = std::make_unique<shard_lru>(
+        paths.size(), req.max_open_shards, [this](std::size_t k) { live[k]->file.reopen(); },
+        [this](std::size_t k) noexcept { close_descriptors(*live[k]); });
+    listed = find_listed(paths);
+    if (listed && listed->manifest.format != "lmdb")
+      for (std::size_t k = 0; k < slots.size(); ++k) slots[k]->listed = listed->entries[k];
     // The first shard, opened now.
     first.assign(1, 0);
     {
       shard_slot& s0 = *slots[0];
       auto z0 = std::make_unique<shard_index>(open_shard(s0.path, req));
+      check_identity(s0, *z0);
       s0.expected = shard_extent{z0->records, z0->max_record, band_rows_of(*z0)};
+      live[0] = z0.get();
       s0.opened.set(std::move(z0));
+      lru->adopt(0);
       opens.store(1);
     }
     const shard_index& z = *slots[0]->opened.if_open();
@@ -201,6 +243,39 @@ struct source_state {
   }
 
  private:
+  // The LRU's close: shard s's descriptors closed, its index kept. The fallback's HDF5 handles
+  // are reopened by its next read (fallback_stale), under the library mutex.
+  static void close_descriptors(const shard_index& s) noexcept {
+    s.file.close_descriptor();
+    if (s.kind == read_kind::fallback) {
+      library_lock lock;
+      s.dataset.reset();
+      s.h5file.reset();
+      s.fallback_stale = true;
+    }
+  }
+
+  // format_error naming the manifest and field when shard sl's entry e declares more records or a
+  // larger record than its file can hold (declared_bytes_limit of its size; a file that cannot
+  // be sized is bounded by that limit's floor, and fails when opened): before the record space
+  // and the loader's slots are sized by them.
+  void check_listed(const shard_slot& sl, const manifest_entry& e, const shard_index& z) const {
+    std::error_code ec;
+    const std::uint64_t size = std::filesystem::file_size(sl.path, ec);
+    const std::uint64_t limit = declared_bytes_limit(ec ? 0 : size);
+    const std::string name = manifest_place(sl.path).second;
+    const std::string of = "a file of " + std::to_string(ec ? 0 : size) + " bytes";
+    // Each record takes an 8-byte offset (blob) or its row (fixed layout; counted as at most 8
+    // bytes, so that rows compressed past 4096-fold are not refused) of declared bytes.
+    const std::uint64_t per_record =
+        z.blob ? 8 : std::clamp<std::uint64_t>(z.row_bytes, 1, 8);
+    check_field(listed->manifest, name, "records", e.records, limit / per_record,
+                of + " declares at most " + std::to_string(limit) + " bytes, " +
+                    std::to_string(per_record) + " a record");
+    check_field(listed->manifest, name, "max_record", e.max_record, limit,
+                of + " declares records of at most " + std::to_string(limit) + " bytes");
+  }
+
   // Record counts, largest records and band heights of shards 1.., without opening them: the
   // manifest beside the first shard when it lists every one, else a header read each. Eager
   // opens read them then, and return the opened shards (index k for shard k; 0 is empty).
@@ -216,20 +291,33 @@ struct source_state {
       opened.resize(slots.size());
       for (std::size_t k = 1; k < slots.size(); ++k) {
         shard_slot& sl = *slots[k];
+        lru->make_room();
         opened[k] = std::make_unique<shard_index>(open_shard(sl.path, req));
+        check_identity(sl, *opened[k]);
         check_matches(*opened[k], z);
+        live[k] = opened[k].get();
+        lru->adopt(k);
         sl.expected = shard_extent{opened[k]->records, opened[k]->max_record,
                                    band_rows_of(*opened[k])};
         opens.fetch_add(1);
       }
       return opened;
     }
-    std::vector<std::filesystem::path> paths;
-    for (const auto& sl : slots) paths.push_back(sl->path);
-    if (const auto listed = find_listed(paths); listed && listed->all_listed(1)) {
+    if (listed && listed->all_listed(1)) {
       for (std::size_t k = 1; k < slots.size(); ++k) {
         const manifest_entry& e = *listed->entries[k];
+        check_listed(*slots[k], e, z);
         slots[k]->expected = shard_extent{e.records, e.max_record, e.band_rows};
+        // records: 0 would drop the shard from the record space unopened (and shift every later
+        // index): the shard's header says what it holds.
+        if (e.records == 0) {
+          const shard_extent h = read_extent(slots[k]->path, req.dataset, z.blob, z.row_bytes);
+          if (h.records != 0)
+            throw format_error("the manifest " + listed->manifest.path.string() +
+                                   " says records: 0 for the shard, which holds " +
+                                   std::to_string(h.records) + " records",
+                               file_context(slots[k]->path.string()));
+        }
       }
       extents_from = "the manifest " + listed->manifest.path.string();
       return opened;

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,7 @@ class catalog {
       slots_.push_back(std::make_unique<slot>());
       slots_.back()->path = p;
     }
+    find_manifest();
     if (eager || !immutable_ || slots_.size() == 1)
       open_all();
     else
@@ -91,6 +93,7 @@ class catalog {
     return sl.table.get(
         [&] {
           auto t = open_table(sl.path, first_[k], datum_, immutable_, max_readers_);
+          check_identity(sl, *t);
           check_expected(*t, sl.expected);
           return t;
         },
@@ -105,7 +108,48 @@ class catalog {
     std::filesystem::path path;
     shard_extent expected;
     lazy_slot<shard_table> table;
+    const manifest_entry* listed = nullptr;  // its entry in pack's manifest beside it, if any
   };
+
+  // The manifest beside the shards (kept for identity checks at first open), when there is one.
+  void find_manifest() {
+    std::vector<std::filesystem::path> paths;
+    for (const auto& sl : slots_) paths.push_back(sl->path);
+    listed_ = find_listed(paths);
+    if (listed_ && listed_->manifest.format == "lmdb")
+      for (std::size_t k = 0; k < slots_.size(); ++k) slots_[k]->listed = listed_->entries[k];
+  }
+
+  // format_error naming the data file when it is not the file pack's manifest lists under the
+  // shard's name (size, fingerprint): shards swapped or replaced since pack.
+  void check_identity(const slot& sl, const shard_table& t) const {
+    if (sl.listed)
+      detail::check_identity(listed_->manifest, manifest_place(sl.path).second, *sl.listed,
+                             t.s.fd, t.s.file_size, t.s.data_file);
+  }
+
+  // format_error naming the manifest and field when entry e of shard sl declares what its data
+  // file cannot hold (a leaf node takes at least 8 bytes; a value lies inside the file), before
+  // the record space and the loader's slots are sized by it. A file that cannot be sized fails
+  // when opened; the bounds then take 64 MiB.
+  void check_listed(const slot& sl, const manifest_entry& e) const {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path data = fs::is_directory(sl.path, ec) ? sl.path / "data.mdb" : sl.path;
+    std::uint64_t size = fs::file_size(data, ec);
+    if (ec) size = std::uint64_t{64} << 20;
+    const std::string name = manifest_place(sl.path).second;
+    const std::string of = "a data file of " + std::to_string(size) + " bytes";
+    if (e.records == 0)
+      throw format_error("the manifest lists shard '" + name + "' with records: 0; an LMDB "
+                             "shard holds at least one record (damaged or edited manifest)",
+                         file_context(listed_->manifest.path.string()));
+    check_field(listed_->manifest, name, "records", e.records, size / 8,
+                of + ", at least 8 bytes a record");
+    check_field(listed_->manifest, name, "max_record", e.max_record, size, of);
+    check_field(listed_->manifest, name, "min_record", *e.min_record, e.max_record,
+                "its max_record");
+  }
 
   void check_expected(const shard_table& t, const shard_extent& e) const {
     if (t.records() != e.records || t.min_record != e.min_record || t.max_record != e.max_record)
@@ -133,6 +177,7 @@ class catalog {
                                                                 immutable_), 0));
     const std::vector<mapping> maps = file_mappings();  // (LMDB never moves a map)
     for (std::size_t k = 0; k < slots_.size(); ++k) {
+      check_identity(*slots_[k], *tables[k]);
       tables[k]->first = first_.back();
       tables[k]->scan(&maps, datum_, immutable_);
       slots_[k]->expected = extent_of(*tables[k]);
@@ -146,12 +191,11 @@ class catalog {
   // again).
   void learn_extents() {
     auto t0 = open_table(slots_[0]->path, 0, datum_, immutable_, max_readers_);
+    check_identity(*slots_[0], *t0);
     slots_[0]->expected = extent_of(*t0);
     slots_[0]->table.set(std::move(t0));
     opens_.store(1);
-    std::vector<std::filesystem::path> paths;
-    for (const auto& sl : slots_) paths.push_back(sl->path);
-    const auto listed = find_listed(paths);
+    const auto& listed = listed_;
     bool from_manifest = listed && listed->manifest.format == "lmdb" &&
                          listed->manifest.lmdb_datum == datum_ && listed->all_listed(1);
     for (std::size_t k = 1; from_manifest && k < slots_.size(); ++k)
@@ -160,6 +204,7 @@ class catalog {
       extents_from_ = "the manifest " + listed->manifest.path.string();
       for (std::size_t k = 1; k < slots_.size(); ++k) {
         const manifest_entry& e = *listed->entries[k];
+        check_listed(*slots_[k], e);
         slots_[k]->expected = shard_extent{e.records, static_cast<std::size_t>(*e.min_record),
                                            static_cast<std::size_t>(e.max_record)};
       }
@@ -167,8 +212,9 @@ class catalog {
       extents_from_ = "its scan at construction";
       std::uint64_t at = slots_[0]->expected.records;
       for (std::size_t k = 1; k < slots_.size(); ++k) {
-        slots_[k]->expected =
-            extent_of(*open_table(slots_[k]->path, at, datum_, immutable_, max_readers_));
+        const auto t = open_table(slots_[k]->path, at, datum_, immutable_, max_readers_);
+        check_identity(*slots_[k], *t);
+        slots_[k]->expected = extent_of(*t);
         at += slots_[k]->expected.records;
       }
     }
@@ -182,6 +228,7 @@ class catalog {
   std::size_t max_record_ = 0;
   bool fixed_ = true;
   std::string extents_from_;
+  std::optional<listed_shards> listed_;  // pack's manifest beside the shards, if any
   mutable std::atomic<std::size_t> opens_{0};
 };
 

@@ -12,6 +12,7 @@
 //                           last_pg u64 | txnid u64
 #pragma once
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -20,6 +21,7 @@
 #include <string>
 
 #include "gpufeed/detail/lmdb/tree_check.hpp"
+#include "gpufeed/detail/posix_file.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail::lmdb {
@@ -78,10 +80,16 @@ inline void check_data_file(const std::string& data_file, std::uint64_t file_siz
   } else {
     error_context ctx;
     ctx.file = data_file;
+    errno = 0;
     std::ifstream f(data_file, std::ios::binary);
     if (!f) {
-      ctx.api = "open";
-      throw io_error("cannot open the LMDB data file", std::move(ctx));
+      const int e = errno;  // set by the open(2) under the stream
+      if (e == 0) {
+        ctx.api = "open";
+        throw io_error("cannot open the LMDB data file", std::move(ctx));
+      }
+      throw io_error(open_failure(e, "cannot open the LMDB data file"),
+                     os_call_context(data_file, "open", e));
     }
     meta_page m0, m1;
     const char* why = read_meta(f, 0, m0);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gpufeed/detail/json_writer.hpp"
+#include "gpufeed/detail/pack_manifest.hpp"  // fingerprint_text
 
 namespace gpufeed::detail::pack {
 
@@ -25,6 +26,9 @@ struct manifest_shard {
   // HDF5: rows per band of chunks decoded together (0: records decode alone); unset when only
   // the opened shard can tell (compressed blob layout) and for LMDB.
   std::optional<std::uint64_t> band_rows;
+  // The shard file's size (LMDB: data.mdb's) and detail::shard_fingerprint() of it: what a
+  // source checks a shard's identity by when it first opens it. Unset: not written.
+  std::optional<std::uint64_t> file_bytes, fingerprint;
 };
 
 struct manifest_data {
@@ -64,6 +68,9 @@ inline std::string manifest_text(const manifest_data& m) {
          ", \"bytes\": " + num(s.bytes) + ", \"first_record\": " + num(s.first_record) +
          ", \"max_record\": " + num(s.max_record) + ", \"min_record\": " + num(s.min_record) +
          (s.band_rows ? ", \"band_rows\": " + num(*s.band_rows) : std::string()) +
+         (s.file_bytes ? ", \"file_bytes\": " + num(*s.file_bytes) : std::string()) +
+         (s.fingerprint ? ", \"fingerprint\": \"" + fingerprint_text(*s.fingerprint) + "\""
+                        : std::string()) +
          ", \"crc32\": \"" + hex32(s.crc32) + "\"}";
   }
   t += m.shards.empty() ? "],\n" : "\n  ],\n";

@@ -13,6 +13,8 @@
 #include <memory>
 #include <thread>
 
+#include "gpufeed/detail/pack_manifest.hpp"
+#include "gpufeed/detail/posix_file.hpp"
 #include "gpufeed/pack/pack.hpp"
 
 namespace gpufeed {
@@ -360,6 +362,11 @@ inline pack_result run_job(const pack_job& job, const std::filesystem::path& out
     manifest_shard ms{s.file.filename().string(), s.records, s.bytes, s.first_record, s.crc32,
                       max_record};
     ms.min_record = s.records ? min_record : 0;
+    {  // the shard's identity, checked by a source when it first opens the shard
+      const posix_file f(lmdb ? s.file / "data.mdb" : s.file);
+      ms.file_bytes = f.size();
+      ms.fingerprint = shard_fingerprint(f.fd(), f.size(), f.path());
+    }
     // HDF5: rows per band of chunks (what hdf5_source::decode_unit answers for an unopened
     // shard): 0 uncompressed, chunk rows for the fixed layout; compressed blob shards: unstated.
 #if defined(GPUFEED_PACK_HDF5)
@@ -423,8 +430,20 @@ inline void verify_pack(const pack_result& result, std::size_t threads) {
   namespace d = detail::pack;
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   for (const packed_shard& s : result.shard_info) {
-    const d::read_back rb = d::read_shard(s.file, result.format == shard_format::lmdb,
-                                          result.lmdb_datum, result.labels, threads);
+    d::read_back rb;
+    try {
+      rb = d::read_shard(s.file, result.format == shard_format::lmdb, result.lmdb_datum,
+                         result.labels, threads);
+    } catch (const format_error& e) {
+      // The source's identity check against the manifest pack wrote: these are pack's own
+      // shards, so a different fingerprint is damage.
+      if (std::string_view(e.what()).find("not the file the manifest lists") ==
+          std::string_view::npos)
+        throw;
+      d::verify_fail("the shard's bytes differ from what pack wrote (its size or fingerprint "
+                     "differs from the manifest's)",
+                     s.file);
+    }
     std::uint64_t bytes = 0;
     std::uint32_t crc = 0;
     for (std::size_t i = 0; i < rb.sizes.size(); ++i) {
