@@ -214,3 +214,16 @@ TEST_CASE("a chunk declaring more decoded bytes than the file can hold: format_e
   CHECK(has(e, path.string()));
   CHECK(has(e, "declares a chunk of 134217728 bytes"));
 }
+
+TEST_CASE("fallback: an unfiltered chunk whose index entry disagrees with its storage size") {
+  // A fuzzed file (kept as a seed): no filters, the first chunk's index entry says 12 bytes while
+  // H5Dget_chunk_storage_size says the nominal 128. H5Dread copied 128 bytes out of a 12-byte
+  // buffer (heap bytes as records); the check reads where H5Dread reads and refuses it.
+  const fs::path seed = fs::path(GPUFEED_HDF5_SEEDS) / "fallback_unfiltered_extent.h5";
+  hdf5_source src(seed);
+  REQUIRE(src.uses_fallback());
+  std::vector<std::byte> row(16);
+  const std::string e = gpufeed::test::error_of<corrupt_error>([&] { src.read(0, row); });
+  CHECK(has(e, seed.string()));
+  CHECK(has(e, "decodes to 12 bytes, not its 128"));
+}

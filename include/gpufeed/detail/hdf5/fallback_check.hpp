@@ -5,7 +5,7 @@
 // end of the decoded buffer (heap bytes delivered as records), and the filter plugins themselves
 // crash on parameters or headers gpufeed's decoders refuse (Bitshuffle element size 0, LZ4 and
 // Bitshuffle headers declaring gigabytes). So before H5Dread first touches a chunk, gpufeed reads
-// its stored bytes (H5Dread_chunk) and undoes every filter itself, with its own decoders: the
+// its stored bytes (where H5Dread_chunk would read them) and undoes every filter itself, with its own decoders: the
 // chunk must decode to exactly its size (chunk shape x element size), each compressor's stream
 // must be complete and valid, and an unfiltered chunk must hold exactly its size. Otherwise
 // corrupt_error naming file, record and chunk, and HDF5 never sees the chunk.
@@ -34,7 +34,9 @@
 #include "gpufeed/detail/hdf5/filter_step.hpp"
 #include "gpufeed/detail/hdf5/filters.hpp"
 #include "gpufeed/detail/hdf5/geometry.hpp"
+#include "gpufeed/detail/hdf5/index_driver.hpp"
 #include "gpufeed/detail/hdf5/library.hpp"
+#include "gpufeed/detail/posix_file.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail::hdf5 {
@@ -48,11 +50,11 @@ class chunk_checker {
 
   // Checks every chunk of `box` not checked before. The caller holds a library_lock; dataset is
   // the open dataset. corrupt_error (file, record) for a chunk that does not decode to its size.
-  void check_box(hid_t dataset, const record_box& box, const std::string& file,
-                 std::uint64_t global, std::uint64_t file_size) {
+  void check_box(hid_t dataset, const posix_file& f, const record_box& box,
+                 std::uint64_t global) {
     for_each_chunk(grid_, box, [&](std::uint64_t k, const coords& g) {
       if (checked_.count(k)) return;
-      if (check(dataset, g, file, global, file_size)) checked_.insert(k);
+      if (check(dataset, f, g, global)) checked_.insert(k);
     });
   }
 
@@ -79,8 +81,9 @@ class chunk_checker {
   }
 
   // True when the chunk at grid position g decodes to its size (false: not checkable here, try again next time).
-  bool check(hid_t dataset, const coords& g, const std::string& file,
-             std::uint64_t global, std::uint64_t file_size) {
+  bool check(hid_t dataset, const posix_file& data, const coords& g, std::uint64_t global) {
+    const std::string& file = data.path();
+    const std::uint64_t file_size = data.size();
     std::array<hsize_t, max_rank> offset{};
     for (int d = 0; d < grid_.rank; ++d) offset[d] = g[d] * grid_.chunk[d];
     hsize_t stored = 0;
@@ -93,11 +96,33 @@ class chunk_checker {
               "the chunk index declares " + std::to_string(stored) +
                   " stored bytes, more than the file holds (" + std::to_string(file_size) + ")",
               "H5Dget_chunk_storage_size");
+    // Where HDF5 reads the chunk from: H5Dread_chunk under a capture of index_driver (which
+    // records the raw read instead of doing it). That extent, not the storage size asked above
+    // (1.10.8 reports the chunk's nominal size for an unfiltered dataset whatever its index
+    // entry says), is what H5Dread decodes; its bytes are then read here with pread.
     std::uint32_t mask = 0;
-    std::span<std::byte> raw = raw_.resize(static_cast<std::size_t>(stored));
-    if (H5Dread_chunk(dataset, H5P_DEFAULT, offset.data(), &mask, raw.data()) < 0)
-      throw_hdf5<corrupt_error>("cannot read the stored bytes of a chunk", file, "H5Dread_chunk",
-                                -1, global);
+    raw_read_capture seen;
+    herr_t rc = 0;
+    {
+      capture_scope arm(seen);
+      rc = H5Dread_chunk(dataset, H5P_DEFAULT, offset.data(), &mask,
+                         sink_.resize(static_cast<std::size_t>(stored)).data());
+    }
+    rethrow_driver_fault(file, "cannot read the chunk index", global);
+    if (rc < 0)
+      throw_hdf5<corrupt_error>("a chunk listed in the chunk index cannot be read", file,
+                                "H5Dread_chunk", rc, global);
+    if (seen.reads != 1)
+      corrupt(g, file, global, "the file extent of the chunk cannot be determined",
+              "H5Dread_chunk");
+    if (seen.address > data.size() || seen.size > data.size() - seen.address)
+      corrupt(g, file, global,
+              "chunk bytes [" + std::to_string(seen.address) + ", +" +
+                  std::to_string(seen.size) + ") lie past the end of the file (" +
+                  std::to_string(data.size()) + " bytes)",
+              "H5Dread_chunk");
+    std::span<std::byte> raw = raw_.resize(static_cast<std::size_t>(seen.size));
+    data.read_exact(raw.data(), raw.size(), seen.address, global);
     auto active = [&](std::size_t j) { return j >= 32 || !(mask & (1u << j)); };
     for (std::size_t j = 0; j < steps_.size(); ++j)
       if (active(j) && steps_[j].kind == filter_kind::other) return true;  // HDF5's to judge
@@ -217,7 +242,7 @@ class chunk_checker {
   chunk_grid grid_;
   std::vector<filter_step> steps_;
   std::unordered_set<std::uint64_t> checked_;
-  byte_buffer raw_, a_, b_;
+  byte_buffer sink_, raw_, a_, b_;  // sink_: H5Dread_chunk's buffer (never filled)
   decoders codecs_;
 };
 

@@ -121,7 +121,7 @@ struct shard_index {
     };
     if (checker) {
       try {
-        checker->check_box(dataset.get(), b, path, global, file.size());
+        checker->check_box(dataset.get(), file, b, global);
       } catch (...) {
         fallback_stale = true;  // H5Dread_chunk may have left the chunk's bytes in HDF5's caches
         throw;
