@@ -8,6 +8,8 @@ holds the bytes h5py itself reads back from that file (for the plugin filters h5
 checked equal to the array written; for Zstd 32015 and Bitshuffle-Zstd, which no Debian plugin
 writes, the array written: their chunks are made here from zstd frames by
 python3-zstandard and written with H5Dwrite_chunk). OUT_DIR/manifest.txt lists "<name> <filters>" per fixture.
+bitshuffle_zstd_plugin.h5 is Bitshuffle in Zstd mode written through the installed plugin (Debian's
+stores it uncompressed), with h5py's read of it; lzf.h5 is for the HDF5_PLUGIN_PATH test.
 Exits 77 (skipped) when h5py, hdf5plugin, bitshuffle or zstandard is missing.
 """
 import os
@@ -130,6 +132,19 @@ a = data((64, 64), 99)
 with h5py.File(os.path.join(out, "lzf.h5"), "w") as f:
     f.create_dataset("data", data=a, chunks=(16, 64), compression="lzf")
 a.astype("<f4").tofile(os.path.join(out, "lzf.raw"))
+
+# Bitshuffle in Zstd mode written through the installed plugin, as h5py users write it (Debian's
+# plugin stores such chunks uncompressed, see above; a plugin with Zstd support compresses them),
+# and the bytes h5py reads back through the same plugin: gpufeed must read what that plugin reads.
+a = data((103, 37), 98)
+path = os.path.join(out, "bitshuffle_zstd_plugin.h5")
+with h5py.File(path, "w") as f:
+    f.create_dataset("data", data=a, chunks=(13, 37), compression=32008, compression_opts=(0, 3))
+with h5py.File(path, "r") as f:
+    back = f["data"][()]
+if back.tobytes() != a.tobytes():
+    sys.exit(f"h5py read back different bytes from {path}")
+back.astype("<f4").tofile(os.path.join(out, "bitshuffle_zstd_plugin.raw"))
 
 with open(os.path.join(out, "manifest.txt"), "w") as m:
     m.write("\n".join(manifest) + "\n")

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -34,9 +35,9 @@ bool holds_chunk(std::uint64_t k, const std::byte* p) {
 }
 
 // Reads chunk k (group k / 4: four chunks a band) once, as a record does; counts decodes.
-bool read_once(shared_chunk_cache& c, std::uint64_t k, std::uint64_t users, byte_buffer& own,
+bool read_once(shared_chunk_cache& c, std::uint64_t k, std::uint64_t users,
                std::atomic<int>& decodes) {
-  const auto p = c.get(k / 4, k, chunk, users, own, [&](std::span<std::byte> out) {
+  const auto p = c.get(k / 4, k, chunk, users, [&](std::span<std::byte> out) {
     decodes.fetch_add(1);
     fill_chunk(k, out);
   });
@@ -47,10 +48,9 @@ bool read_once(shared_chunk_cache& c, std::uint64_t k, std::uint64_t users, byte
 
 TEST_CASE("a chunk read by all its users is decoded once, its bytes intact") {
   shared_chunk_cache c(64 * chunk);
-  byte_buffer own;
   std::atomic<int> decodes{0};
   for (int user = 0; user < 3; ++user)
-    for (std::uint64_t k = 0; k < 16; ++k) CHECK(read_once(c, k, 3, own, decodes));
+    for (std::uint64_t k = 0; k < 16; ++k) CHECK(read_once(c, k, 3, decodes));
   CHECK(decodes == 16);
   const auto s = c.stats();
   CHECK(s.chunks_decoded == 16);
@@ -68,13 +68,12 @@ TEST_CASE("spent chunks make room first: open chunks survive a budget of exactly
   // one user each (spent at once). The open ones must never be evicted, whichever stripe the
   // streaming chunks land in.
   shared_chunk_cache c(8 * chunk);
-  byte_buffer own;
   std::atomic<int> decodes{0};
-  for (std::uint64_t k = 0; k < 4; ++k) CHECK(read_once(c, k, 2, own, decodes));
-  for (std::uint64_t k = 100; k < 200; ++k) CHECK(read_once(c, k, 1, own, decodes));
+  for (std::uint64_t k = 0; k < 4; ++k) CHECK(read_once(c, k, 2, decodes));
+  for (std::uint64_t k = 100; k < 200; ++k) CHECK(read_once(c, k, 1, decodes));
   CHECK(c.held_bytes() <= 8 * chunk);
   CHECK(decodes == 104);
-  for (std::uint64_t k = 0; k < 4; ++k) CHECK(read_once(c, k, 2, own, decodes));
+  for (std::uint64_t k = 0; k < 4; ++k) CHECK(read_once(c, k, 2, decodes));
   CHECK(decodes == 104);  // the second reads of chunks 0-3 were hits
   const auto s = c.stats();
   CHECK(s.cache_peak_bytes <= 8 * chunk);
@@ -85,14 +84,13 @@ TEST_CASE("the most recently spent chunk makes room first (its buffer is the war
   // Chunks 0-3 (one band, one stripe) fill the budget and are spent in that order; chunk 4
   // evicts 3, the newest spent, and 0-2 stay cached.
   shared_chunk_cache c(4 * chunk);
-  byte_buffer own;
   std::atomic<int> decodes{0};
-  for (std::uint64_t k = 0; k < 4; ++k) CHECK(read_once(c, k, 1, own, decodes));
-  CHECK(read_once(c, 4, 1, own, decodes));
+  for (std::uint64_t k = 0; k < 4; ++k) CHECK(read_once(c, k, 1, decodes));
+  CHECK(read_once(c, 4, 1, decodes));
   CHECK(decodes == 5);
-  for (std::uint64_t k = 0; k < 3; ++k) CHECK(read_once(c, k, 1, own, decodes));
+  for (std::uint64_t k = 0; k < 3; ++k) CHECK(read_once(c, k, 1, decodes));
   CHECK(decodes == 5);  // hits
-  CHECK(read_once(c, 3, 1, own, decodes));
+  CHECK(read_once(c, 3, 1, decodes));
   CHECK(decodes == 6);  // 3 was the one evicted
   CHECK(c.stats().uncached_decodes == 0);
   CHECK(c.held_bytes() == 4 * chunk);
@@ -100,7 +98,6 @@ TEST_CASE("the most recently spent chunk makes room first (its buffer is the war
 
 TEST_CASE("with every chunk pinned, a new chunk is decoded outside the cache, not cached") {
   shared_chunk_cache c(2 * chunk);
-  byte_buffer own;
   std::atomic<int> decodes{0};
   auto decode_as = [&](std::uint64_t k) {
     return [&decodes, k](std::span<std::byte> out) {
@@ -108,10 +105,10 @@ TEST_CASE("with every chunk pinned, a new chunk is decoded outside the cache, no
       fill_chunk(k, out);
     };
   };
-  const auto a = c.get(0, 0, chunk, 5, own, decode_as(0));
-  const auto b = c.get(1, 1, chunk, 5, own, decode_as(1));
+  const auto a = c.get(0, 0, chunk, 5, decode_as(0));
+  const auto b = c.get(1, 1, chunk, 5, decode_as(1));
   {
-    const auto x = c.get(2, 2, chunk, 5, own, decode_as(2));  // no room: a and b are pinned
+    const auto x = c.get(2, 2, chunk, 5, decode_as(2));  // no room: a and b are pinned
     CHECK(holds_chunk(2, x.data()));
   }
   CHECK(c.stats().uncached_decodes == 1);
@@ -125,22 +122,20 @@ TEST_CASE("with every chunk pinned, a new chunk is decoded outside the cache, no
 
 TEST_CASE("a failed decode caches nothing, gives its bytes back, and the next reader decodes") {
   shared_chunk_cache c(4 * chunk);
-  byte_buffer own;
-  CHECK_THROWS_AS(c.get(0, 7, chunk, 1, own,
+  CHECK_THROWS_AS(c.get(0, 7, chunk, 1,
                         [](std::span<std::byte>) { throw std::runtime_error("corrupt"); }),
                   std::runtime_error);
   CHECK(c.held_bytes() == 0);
   std::atomic<int> decodes{0};
-  CHECK(read_once(c, 7, 1, own, decodes));
+  CHECK(read_once(c, 7, 1, decodes));
   CHECK(decodes == 1);
 }
 
 TEST_CASE("pin_ready pins a band's ready chunks under its lock and unpin_ready counts reads") {
   shared_chunk_cache c(16 * chunk);
-  byte_buffer own;
   std::atomic<int> decodes{0};
-  for (std::uint64_t k = 0; k < 4; k += 2) CHECK(read_once(c, k, 3, own, decodes));  // 0 and 2
-  for (std::uint64_t k = 10; k < 24; ++k) CHECK(read_once(c, k, 2, own, decodes));  // full
+  for (std::uint64_t k = 0; k < 4; k += 2) CHECK(read_once(c, k, 3, decodes));  // 0 and 2
+  for (std::uint64_t k = 10; k < 24; ++k) CHECK(read_once(c, k, 2, decodes));  // full
   const std::vector<std::uint64_t> groups{0, 0, 0, 0}, keys{0, 1, 2, 3};
   std::vector<const std::byte*> out(4);
   c.pin_ready(groups, keys, out);
@@ -153,11 +148,11 @@ TEST_CASE("pin_ready pins a band's ready chunks under its lock and unpin_ready c
   c.unpin_ready(groups, keys, out, 1);
   CHECK(c.stats().cache_hits == 4);
   // two new chunks evict the spent 0 and 2, not the least recently used open 10 and 11
-  for (std::uint64_t k = 24; k < 26; ++k) CHECK(read_once(c, k, 2, own, decodes));
+  for (std::uint64_t k = 24; k < 26; ++k) CHECK(read_once(c, k, 2, decodes));
   CHECK(decodes == 18);
-  for (std::uint64_t k = 10; k < 26; ++k) CHECK(read_once(c, k, 2, own, decodes));
+  for (std::uint64_t k = 10; k < 26; ++k) CHECK(read_once(c, k, 2, decodes));
   CHECK(decodes == 18);
-  CHECK(read_once(c, 0, 3, own, decodes));
+  CHECK(read_once(c, 0, 3, decodes));
   CHECK(decodes == 19);
   CHECK(c.stats().uncached_decodes == 0);
   CHECK(c.held_bytes() <= 16 * chunk);
@@ -173,10 +168,9 @@ TEST_CASE("many threads over few chunks: each decoded once, every byte right, bu
   std::vector<std::thread> ts;
   for (int t = 0; t < threads; ++t)
     ts.emplace_back([&, t] {
-      byte_buffer own;
       for (std::uint64_t i = 0; i < chunks; ++i) {
         const std::uint64_t k = (i + static_cast<std::uint64_t>(t) * 7) % chunks;
-        if (!read_once(c, k, threads, own, decodes)) wrong.fetch_add(1);
+        if (!read_once(c, k, threads, decodes)) wrong.fetch_add(1);
       }
     });
   for (auto& t : ts) t.join();
@@ -195,10 +189,9 @@ TEST_CASE("many threads streaming through a small budget: bytes right, budget ne
   std::vector<std::thread> ts;
   for (int t = 0; t < threads; ++t)
     ts.emplace_back([&, t] {
-      byte_buffer own;
       for (std::uint64_t k = 0; k < 2000; ++k) {
         const std::uint64_t key = k * threads + static_cast<std::uint64_t>(t);  // own chunks
-        if (!read_once(c, key, 1, own, decodes)) wrong.fetch_add(1);
+        if (!read_once(c, key, 1, decodes)) wrong.fetch_add(1);
         if (c.held_bytes() > 12 * chunk) wrong.fetch_add(1);
       }
     });
@@ -211,18 +204,17 @@ TEST_CASE("many threads streaming through a small budget: bytes right, budget ne
 
 TEST_CASE("forget_unused keeps the buffers for the next decodes; drop_unused frees them") {
   shared_chunk_cache c(4 * chunk);
-  byte_buffer own;
   std::atomic<int> decodes{0};
   std::vector<const std::byte*> first;
   for (std::uint64_t k = 0; k < 4; ++k) {
-    const auto p = c.get(k, k, chunk, 1, own, [&](std::span<std::byte> out) { fill_chunk(k, out); });
+    const auto p = c.get(k, k, chunk, 1, [&](std::span<std::byte> out) { fill_chunk(k, out); });
     first.push_back(p.data());
   }
   c.forget_unused();
   CHECK(c.held_bytes() == 4 * chunk);  // spare buffers stay counted
   // the same chunks decode again (forgotten), into the same four buffers
   for (std::uint64_t k = 0; k < 4; ++k) {
-    const auto p = c.get(k, k, chunk, 1, own, [&](std::span<std::byte> out) {
+    const auto p = c.get(k, k, chunk, 1, [&](std::span<std::byte> out) {
       decodes.fetch_add(1);
       fill_chunk(k, out);
     });
@@ -235,7 +227,7 @@ TEST_CASE("forget_unused keeps the buffers for the next decodes; drop_unused fre
   c.forget_unused();
   // a chunk of another size frees spare buffers to make room, and the budget holds
   {
-    const auto p = c.get(9, 9, 3 * chunk, 1, own, [](std::span<std::byte> out) {
+    const auto p = c.get(9, 9, 3 * chunk, 1, [](std::span<std::byte> out) {
       std::memset(out.data(), 7, out.size());
     });
     CHECK(p.data()[3 * chunk - 1] == std::byte{7});
@@ -244,4 +236,33 @@ TEST_CASE("forget_unused keeps the buffers for the next decodes; drop_unused fre
   CHECK(c.stats().uncached_decodes == 0);
   c.drop_unused();
   CHECK(c.held_bytes() == 0);
+}
+
+TEST_CASE("decodes outside the budget run one at a time: never a copy per reader") {
+  shared_chunk_cache c(chunk);
+  std::atomic<int> decodes{0};
+  const auto held = c.get(0, 0, chunk, 5, [&](std::span<std::byte> out) {  // fills the budget
+    decodes.fetch_add(1);
+    fill_chunk(0, out);
+  });
+  std::atomic<int> active{0}, most{0}, wrong{0};
+  std::vector<std::thread> readers;
+  for (std::uint64_t k = 1; k <= 4; ++k)
+    readers.emplace_back([&, k] {
+      const auto p = c.get(k, k, chunk, 1, [&](std::span<std::byte> out) {
+        const int now = active.fetch_add(1) + 1;
+        for (int m = most.load(); now > m && !most.compare_exchange_weak(m, now);) {
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        fill_chunk(k, out);
+        active.fetch_sub(1);
+      });
+      if (!holds_chunk(k, p.data())) wrong.fetch_add(1);
+    });
+  for (auto& t : readers) t.join();
+  CHECK(most.load() == 1);
+  CHECK(wrong.load() == 0);
+  CHECK(c.stats().uncached_decodes == 4);
+  CHECK(c.held_bytes() == chunk);
+  CHECK(holds_chunk(0, held.data()));
 }

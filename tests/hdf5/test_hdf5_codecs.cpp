@@ -200,6 +200,41 @@ TEST_CASE("each codec: random damage to a chunk gives its bytes or corrupt_error
   CHECK(caught > 0);
 }
 
+TEST_CASE("Bitshuffle Zstd mode written through the installed plugin: h5py's bytes") {
+  // Debian's plugin stores these chunks uncompressed (same size as the data) under compression
+  // code 3, and reads them back so; gpufeed refused them ("header says 0 bytes").
+  const fs::path path = fixtures() / "bitshuffle_zstd_plugin.h5";
+  hdf5_source src(path);
+  CHECK(src.shards()[0].read_path == hdf5_read_path::pread_decode);
+  const auto want = expected_rows("bitshuffle_zstd_plugin", 37 * 4);
+  REQUIRE(src.size() == want.size());
+  auto r = src.make_reader();
+  std::vector<std::byte> got(37 * 4);
+  std::size_t bad = 0;
+  for (std::uint64_t i = 0; i < src.size(); ++i) {
+    r.read(i, got);
+    bad += got != want[i];
+  }
+  CHECK(bad == 0);
+}
+
+TEST_CASE("Blosc chunks with bytes after the Blosc buffer: read as h5py reads them") {
+  gpufeed::test::temp_dir dir("h5codec-blosc-tail");
+  for (const auto& name : fixture_names()) {
+    if (!name.starts_with("blosc")) continue;
+    CAPTURE(name);
+    const fs::path path = dir / (name + ".h5");
+    fs::copy_file(fixtures() / (name + ".h5"), path);
+    const auto first = rewrite_filtered_chunk(
+        path, [](std::vector<unsigned char>& b) { b.insert(b.end(), 37, 0xab); });
+    hdf5_source src(path);
+    const auto want = expected_rows(name, row_bytes(name));
+    std::vector<std::byte> got(row_bytes(name));
+    src.make_reader().read(first, got);
+    CHECK(got == want[first]);
+  }
+}
+
 TEST_CASE("filter names and parameters are reported") {
   CHECK(hdf5_source(fixtures() / "bitshuffle_zstd_span.h5").shards()[0].filters ==
         std::vector<std::string>{"bitshuffle(zstd)"});

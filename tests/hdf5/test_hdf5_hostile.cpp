@@ -149,3 +149,30 @@ TEST_CASE("a dataset with no records: config_error naming the file") {
     CHECK(has(e.what(), "no records"));
   }
 }
+
+TEST_CASE("a decoded chunk larger than an explicit decode-cache budget: config_error naming it") {
+  // Such chunks were decoded into each reader's own buffer, one copy per worker.
+  gpufeed::test::temp_dir dir("h5budget");
+  const auto path = dir / "c.h5";
+  {
+    h5_file f(path);
+    dataset_spec d;
+    d.dims = {64, 256};
+    d.chunk = {16, 256};  // 4 KiB chunks of 16 rows
+    d.deflate = 1;
+    f.add(d, gpufeed::test::pattern<std::uint8_t>(64 * 256));
+  }
+  hdf5_options o;
+  o.decode_cache_bytes = 1024;
+  hdf5_source src(path, o);
+  std::vector<std::byte> row(256);
+  const std::string e = gpufeed::test::error_of<config_error>([&] { src.read(17, row); });
+  CHECK(has(e, path.string()));
+  CHECK(has(e, "record 17"));
+  CHECK(has(e, "decode_cache_bytes"));
+  o.decode_cache_bytes = 4096;  // one chunk: read
+  hdf5_source fits(path, o);
+  fits.read(17, row);
+  CHECK(std::memcmp(row.data(), gpufeed::test::pattern<std::uint8_t>(64 * 256).data() + 17 * 256,
+                    256) == 0);
+}

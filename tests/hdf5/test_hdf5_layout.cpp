@@ -117,6 +117,27 @@ void zero_chunk_dim(const std::filesystem::path& path, const std::string& name, 
   write_at(path, facts.header_addr + covered, &sum, 4);
 }
 
+// Sets the dimensionality byte of dataset `name`'s layout message to `ndims`; for a version 2
+// object header, recomputes chunk 0's checksum so that HDF5 gets as far as the layout.
+void set_layout_ndims(const std::filesystem::path& path, const std::string& name,
+                      std::uint8_t ndims) {
+  const auto facts = inspect(path, name);
+  REQUIRE(facts.layout);
+  write_at(path, facts.layout->ndims_offset, &ndims, 1);
+  if (facts.header_version != 2) return;
+  auto bytes = read_all(path);
+  const std::uint8_t* h = bytes.data() + facts.header_addr;
+  REQUIRE(std::memcmp(h, "OHDR", 4) == 0);
+  const unsigned size_bytes = 1u << (h[5] & 3u);
+  const std::size_t fixed = 6 + ((h[5] & 0x20) ? 16 : 0) + ((h[5] & 0x10) ? 4 : 0);
+  std::uint64_t chunk0 = 0;
+  std::memcpy(&chunk0, h + fixed, size_bytes);
+  const std::size_t covered = fixed + size_bytes + chunk0;
+  REQUIRE(facts.layout->ndims_offset < facts.header_addr + covered);
+  const std::uint32_t sum = lookup3(h, covered);
+  write_at(path, facts.header_addr + covered, &sum, 4);
+}
+
 // Rewrites the version 3 layout message of 1-D chunked dataset `name` (v1 object header) as a
 // version 2 message of the same size whose chunk dimension 0 is 0. libhdf5 1.10.8 checks chunk
 // dimensions when it decodes layout versions 3 and 4, not 1 and 2: this file made H5Dopen2
@@ -316,4 +337,30 @@ TEST_CASE("header walker: follows a continuation, refuses a loop and a block pas
             "continuation loop"));
   CHECK(has(format_error_of([&] { walk(v1_header_with_continuation(dir, 1 << 20, 24, loop)); }),
             "past the end of the file"));
+}
+
+TEST_CASE("a chunked layout message of dimensionality 0 or 1: format_error (was SIGFPE)") {
+  // A clean 1-D chunked file with the layout message's dimensionality byte patched to 0 made
+  // libhdf5 1.10.8 divide by zero in H5D__chunk_set_info inside H5Dopen2.
+  gpufeed::test::temp_dir dir("h5rank0");
+  for (bool latest : {false, true})
+    for (std::uint8_t ndims : {std::uint8_t{0}, std::uint8_t{1}}) {
+      CAPTURE(latest);
+      CAPTURE(int{ndims});
+      const auto path = dir / "r.h5";
+      {
+        h5_file f(path, latest);
+        dataset_spec d;
+        d.dims = {64};
+        d.chunk = {8};
+        f.add(d, gpufeed::test::pattern<std::uint8_t>(64));
+      }
+      CHECK(hdf5_source(path).size() == 64);  // valid before the patch
+      set_layout_ndims(path, "data", ndims);
+      CHECK(inspect(path, "data").layout->dims.size() == ndims);
+      const std::string what = format_error_of([&] { hdf5_source src(path); });
+      CHECK(has(what, path.string()));
+      CHECK(has(what, "dataset 'data'"));
+      CHECK(has(what, "declares " + std::to_string(ndims) + " dimensions"));
+    }
 }

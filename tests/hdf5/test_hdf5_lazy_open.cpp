@@ -4,10 +4,14 @@
 // it at first use; many threads touching one shard first at once open it once; a loader over
 // them delivers the bad shard as the batch's error or skips its records (never a crash).
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <barrier>
+#include <chrono>
+#include <future>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -100,7 +104,48 @@ void check_record(const hdf5_source& src, int k, std::uint64_t r) {
   CHECK(std::memcmp(got.data(), want.data(), want.size()) == 0);
 }
 
+// Replaces `p` with a FIFO.
+void make_fifo(const fs::path& p) {
+  fs::remove(p);
+  REQUIRE(::mkfifo(p.c_str(), 0600) == 0);
+}
+
+// Runs f (which must throw io_error) on another thread. If it is still running after 20 s it is
+// blocked in open(2) on the FIFO `fifo`: the test fails, and the FIFO's write end is opened so
+// that the blocked open returns and the thread can be joined.
+template <class F>
+std::string io_error_without_hanging(const fs::path& fifo, F&& f) {
+  auto done = std::async(std::launch::async, [&] { return test::error_of<io_error>(f); });
+  if (done.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    FAIL_CHECK("blocked opening a FIFO");
+    const int w = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (w >= 0) ::close(w);
+  }
+  return done.get();
+}
+
 }  // namespace
+
+TEST_CASE("a FIFO in place of a shard: io_error naming it, at construction and at lazy open") {
+  test::temp_dir dir("lazyfifo");
+  const auto paths = write_shards(dir.path(), true);
+  make_fifo(paths[5]);
+  hdf5_source src(paths);  // the manifest says what shard 5 holds: construction does not open it
+  std::vector<std::byte> buf(src.max_record_size());
+  const std::string lazy =
+      io_error_without_hanging(paths[5], [&] { src.read(first_of(5) + 1, buf); });
+  CHECK(test::has(lazy, paths[5].string()));
+  CHECK(test::has(lazy, "not a regular file"));
+  check_record(src, 4, 3);
+  // The first shard, opened at construction; and any shard with header reads (no manifest).
+  make_fifo(paths[0]);
+  const std::string first = io_error_without_hanging(paths[0], [&] { hdf5_source s(paths); });
+  CHECK(test::has(first, paths[0].string()));
+  test::temp_dir plain("lazyfifo2");
+  const auto p2 = write_shards(plain.path(), false);
+  make_fifo(p2[5]);
+  CHECK(test::has(io_error_without_hanging(p2[5], [&] { hdf5_source s(p2); }), p2[5].string()));
+}
 
 TEST_CASE("lazy: only the first shard is open after construction; each touched shard opens once") {
   for (const bool manifest : {true, false}) {

@@ -50,10 +50,12 @@ class posix_file {
  public:
   posix_file() noexcept = default;
 
-  // Opens `path` read-only; io_error (errno in status) when the OS refuses.
+  // Opens `path` read-only; io_error (errno in status) when the OS refuses, or when it is not a
+  // regular file. Opened with O_NONBLOCK, so that a FIFO (or a device) is refused by the fstat
+  // below instead of blocking open(2) for ever; the flag is cleared again for a regular file.
   explicit posix_file(const std::filesystem::path& path) : path_(path.string()) {
     do {
-      fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+      fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     } while (fd_ < 0 && errno == EINTR);
     if (fd_ < 0) {
       const int e = errno;
@@ -68,6 +70,12 @@ class posix_file {
     if (!S_ISREG(st.st_mode)) {
       close();
       throw io_error("not a regular file", file_context(path_));
+    }
+    const int flags = ::fcntl(fd_, F_GETFL);
+    if (flags < 0 || ::fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+      const int e = errno;
+      close();
+      throw_errno("cannot clear O_NONBLOCK", "fcntl", e);
     }
     size_ = static_cast<std::uint64_t>(st.st_size);
     dev_ = st.st_dev;

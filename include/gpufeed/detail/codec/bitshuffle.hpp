@@ -12,6 +12,11 @@
 //   LZ4 / Zstd:     8 bytes big-endian total size, 4 bytes big-endian block size in BYTES, then
 //                   per block 4 bytes big-endian compressed size and an LZ4 block / zstd frame of
 //                   the transposed block, then the leftover elements raw.
+// Debian's plugin (bitshuffle 0.3, built without Zstd) compresses only for code 2 and treats
+// every other code as "no compression", reading and writing alike: a file h5py writes through it
+// in Zstd mode (code 3) stores each chunk uncompressed, the same size as the data, and that
+// plugin reads it back so. Such a chunk (stored size == data size, no valid Zstd-mode header) is
+// read here as that plugin reads it.
 #pragma once
 
 #include <cstddef>
@@ -106,6 +111,18 @@ class bitshuffle_decoder {
     }
     if (compression != bitshuffle_lz4 && compression != bitshuffle_zstd)
       return failed("bitshuffle filter", "unknown compression " + std::to_string(compression));
+    const result r = decode_compressed(src, dst, e, compression);
+    if (!r.ok && !r.library_failed && compression == bitshuffle_zstd && src.size() == dst.size())
+      return decode(src, dst, e, block, bitshuffle_none);  // Debian's plugin's Zstd mode
+    return r;
+  }
+
+ private:
+  // The LZ4 / Zstd modes: header, compressed blocks, leftover elements.
+  result decode_compressed(std::span<const std::byte> src, std::span<std::byte> dst,
+                           std::size_t e, unsigned compression) {
+    const std::size_t count = dst.size() / e;
+    std::size_t block = 0;
     if (src.size() < 12) return failed("bitshuffle filter", "chunk shorter than its header");
     const std::uint64_t total = read_be64(src.data());
     const std::size_t block_bytes = read_be32(src.data() + 8);
@@ -141,7 +158,6 @@ class bitshuffle_decoder {
     return {};
   }
 
- private:
   std::span<std::byte> block_scratch(std::size_t n) {
     if (n > capacity_) {
       scratch_.reset(new std::byte[n]);

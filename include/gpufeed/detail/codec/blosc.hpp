@@ -1,5 +1,6 @@
 // gpufeed — the Blosc HDF5 filter (id 32001, hdf5-blosc): each chunk is one Blosc buffer (its own
-// 16-byte header says the compressor — blosclz, LZ4, Zstd, zlib... — and byte or bit shuffle).
+// 16-byte header says the compressor — blosclz, LZ4, Zstd, zlib... — and byte or bit shuffle,
+// and its stored size: bytes after it are not part of it).
 // Decoded by libblosc's blosc_decompress_ctx, which is thread-safe and uses no global state; run
 // with one internal thread (the loader's workers are the parallelism).
 #pragma once
@@ -26,8 +27,10 @@ inline result blosc_filter_decode(std::span<const std::byte> src, std::span<std:
   if (nbytes != dst.size())
     return failed("blosc filter", "the Blosc header says " + std::to_string(nbytes) +
                                       " bytes, expected " + std::to_string(dst.size()));
-  std::size_t checked = 0;  // the header's sizes against the buffer (libblosc >= 1.16)
-  if (blosc_cbuffer_validate(src.data(), src.size(), &checked) != 0 || checked != dst.size())
+  // The header's sizes against the buffer (libblosc >= 1.16), which is the header's cbytes: bytes
+  // after the Blosc buffer are ignored, as hdf5-blosc (and so h5py) ignores them.
+  std::size_t checked = 0;
+  if (blosc_cbuffer_validate(src.data(), cbytes, &checked) != 0 || checked != dst.size())
     return failed("blosc_cbuffer_validate", "invalid Blosc header");
   const int n = blosc_decompress_ctx(src.data(), dst.data(), dst.size(), 1);
   if (n < 0)

@@ -20,15 +20,17 @@ namespace gpufeed::detail::codec {
 class deflate_decoder {
  public:
   // Inflates src into exactly dst.size() bytes; bytes after the stream's end are ignored, as
-  // HDF5 ignores them.
-  result decode(std::span<const std::byte> src, std::span<std::byte> dst) {
+  // HDF5 ignores them. With `actual`, the stream may hold fewer bytes than dst: their count is
+  // stored there (the output of a filter whose decoded size nothing records).
+  result decode(std::span<const std::byte> src, std::span<std::byte> dst,
+                std::size_t* actual = nullptr) {
     if (!d_) {
       d_.reset(libdeflate_alloc_decompressor());
       if (!d_) return library_failure("libdeflate_alloc_decompressor", "out of memory");
     }
     std::size_t in_used = 0;
     const libdeflate_result rc = libdeflate_zlib_decompress_ex(
-        d_.get(), src.data(), src.size(), dst.data(), dst.size(), &in_used, nullptr);
+        d_.get(), src.data(), src.size(), dst.data(), dst.size(), &in_used, actual);
     switch (rc) {
       case LIBDEFLATE_SUCCESS:
         return {};

@@ -12,7 +12,7 @@
 #include "gpufeed/detail/codec/lz4.hpp"
 #include "gpufeed/detail/codec/result.hpp"
 #include "gpufeed/detail/codec/zstd.hpp"
-#include "gpufeed/detail/hdf5/shard.hpp"
+#include "gpufeed/detail/hdf5/filter_step.hpp"
 
 namespace gpufeed::detail::hdf5 {
 
@@ -25,6 +25,8 @@ inline bool compresses(const filter_step& f) noexcept {
       return false;
     case filter_kind::bitshuffle:
       return f.compression != codec::bitshuffle_none;
+    case filter_kind::other:
+      return false;  // unknown: never decoded by gpufeed
     default:
       return true;
   }

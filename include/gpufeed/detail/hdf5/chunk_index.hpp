@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "gpufeed/detail/hdf5/chunk_decoders.hpp"
+#include "gpufeed/detail/hdf5/declared_limits.hpp"
 #include "gpufeed/detail/hdf5/dtype.hpp"
 #include "gpufeed/detail/hdf5/index_driver.hpp"
 #include "gpufeed/detail/hdf5/library.hpp"
@@ -75,9 +76,20 @@ inline std::string read_pipeline(shard_index& s, hid_t dcpl, const std::string& 
     } else if (id == filter_id_blosc) {
       s.description.filters.push_back("blosc");
       step.kind = filter_kind::blosc;
-    } else if (id == filter_id_bitshuffle && ncd >= 3 && cd[2] > 0 &&
-               (ncd < 5 || cd[4] == codec::bitshuffle_none || cd[4] == codec::bitshuffle_lz4 ||
-                cd[4] == codec::bitshuffle_zstd)) {
+    } else if (id == filter_id_bitshuffle) {
+      // Refused here, before any chunk reaches the plugin, which crashes on them (a zero
+      // element size divides by zero; an unknown compression code is read as uncompressed).
+      if (ncd < 3 || cd[2] == 0 ||
+          (ncd >= 5 && cd[4] != codec::bitshuffle_none && cd[4] != codec::bitshuffle_lz4 &&
+           cd[4] != codec::bitshuffle_zstd))
+        format_fail("dataset's Bitshuffle filter parameters are not valid (" +
+                        (ncd < 3 ? std::to_string(ncd) + " parameters"
+                         : cd[2] == 0
+                             ? std::string("element size 0")
+                             : "compression code " + std::to_string(cd[4]) +
+                                   "; known: 0 none, 2 LZ4, 3 Zstd") +
+                        "): damaged or crafted",
+                    file);
       step.kind = filter_kind::bitshuffle;
       step.element_size = cd[2];
       step.block = ncd > 3 ? cd[3] : 0;
@@ -99,6 +111,8 @@ inline std::string read_pipeline(shard_index& s, hid_t dcpl, const std::string& 
       if (reason.empty())
         reason = "filter '" + nm + "' is decoded by HDF5, not by gpufeed" +
                  (available ? "" : " (and this HDF5 library does not have it: plugin missing?)");
+      step.kind = filter_kind::other;
+      s.pipeline.push_back(step);
       continue;
     }
     if (compresses(step)) ++compressors;
@@ -130,8 +144,15 @@ inline std::string index_chunks(shard_index& s, hid_t dset, hid_t dcpl, const st
     const std::uint64_t along = s.dims[d] == 0 ? 0 : (s.dims[d] - 1) / cdims[d] + 1;
     if (__builtin_mul_overflow(count, along, &count)) count = max_indexed_chunks + 1;
   }
+  // A chunk is decoded whole: its size is bounded like a record's (declared_limits.hpp).
+  check_declared(bytes, s.file.size(), file, s.dataset_name, "a chunk");
   if (count > max_indexed_chunks)
     return std::to_string(count) + " chunks: more than gpufeed indexes";
+  // Each written chunk holds a byte of the file at least: with more chunks than the file has
+  // bytes some were never written, and the shard falls back before a table of them is built.
+  if (count > s.file.size())
+    return std::to_string(count) + " chunks in a file of " + std::to_string(s.file.size()) +
+           " bytes: not all were written (HDF5 supplies the fill value)";
   g.finish();
 
   if (s.blob) {
@@ -156,7 +177,7 @@ inline std::string index_chunks(shard_index& s, hid_t dset, hid_t dcpl, const st
     if (H5Dget_chunk_storage_size(dset, offset.data(), &stored) < 0 || stored == 0) {
       rethrow_driver_fault(file, "cannot read the chunk index");
       take_error_stack();
-      s.chunks.clear();
+      std::vector<chunk_entry>().swap(s.chunks);  // freed, not only emptied
       return "the chunk at " + coords_text(origin, s.rank) +
              " was never written: HDF5 supplies the fill value";
     }
@@ -194,7 +215,7 @@ inline std::string index_chunks(shard_index& s, hid_t dset, hid_t dcpl, const st
     }
     if (seen.reads != 1 || seen.size != stored) {  // not the single raw read expected
       rethrow_driver_fault(file, "cannot read the chunk at " + coords_text(origin, s.rank));
-      s.chunks.clear();
+      std::vector<chunk_entry>().swap(s.chunks);
       return "the file extent of the chunk at " + coords_text(origin, s.rank) +
              " could not be determined";
     }
@@ -246,6 +267,30 @@ inline void check_stored_extent(const shard_index& s, hid_t dset, bool compact,
                     ") lie past the end of the file (" + std::to_string(s.file.size()) +
                     " bytes): truncated or damaged",
                 file);
+}
+
+// The chunk checker of a chunked shard read through H5Dread (fallback_check.hpp): the chunk
+// grid with the file type's element size, and the whole filter pipeline.
+inline std::unique_ptr<chunk_checker> make_checker(shard_index& s, hid_t dset, hid_t dcpl,
+                                                   const std::string& file) {
+  std::array<hsize_t, max_rank> cdims{};
+  const int crank = H5Pget_chunk(dcpl, max_rank, cdims.data());
+  if (crank != s.rank) throw_hdf5("cannot read the chunk shape", file, "H5Pget_chunk", crank);
+  handle ftype = checked(H5Dget_type(dset), H5Tclose, "H5Dget_type", "no datatype", file);
+  chunk_grid g;
+  g.rank = s.rank;
+  g.element_size = H5Tget_size(ftype.get());
+  std::uint64_t bytes = g.element_size;
+  for (int d = 0; d < s.rank; ++d) {
+    if (cdims[d] == 0) format_fail("chunk shape has a zero dimension", file);
+    g.dims[d] = s.dims[d];
+    g.chunk[d] = cdims[d];
+    if (__builtin_mul_overflow(bytes, std::uint64_t{cdims[d]}, &bytes))
+      format_fail("chunk size overflows", file);
+  }
+  check_declared(bytes, s.file.size(), file, s.dataset_name, "a chunk");
+  g.finish();
+  return std::make_unique<chunk_checker>(g, s.pipeline);
 }
 
 // Decides the read path and builds the index. The caller holds a library_lock.
@@ -310,8 +355,10 @@ inline void index_storage(shard_index& s, hid_t dset, const dtype_info& dt,
   }
   if (!reason.empty()) {
     s.kind = read_kind::fallback;
-    s.chunks.clear();
+    std::vector<chunk_entry>().swap(s.chunks);
+    s.rows = row_plan{};
     s.description.fallback_reason = reason;
+    if (layout == H5D_CHUNKED) s.checker = make_checker(s, dset, dcpl.get(), file);
   }
 }
 

@@ -11,8 +11,9 @@
 // continuation message 0x10, data layout message 0x08 versions 1-4). What the parser does not
 // understand (an unknown header or layout version, a shared message, an oversized chunk) makes
 // it skip the check — HDF5 then judges the file — so a valid file is never refused; only what it
-// positively identifies as bad (a zero chunk dimension, a continuation loop or one pointing past
-// the end of the file, a message overrunning its chunk) is a format_error.
+// positively identifies as bad (a zero chunk dimension, a chunked layout of fewer than 2
+// dimensions, a continuation loop or one pointing past the end of the file, a message overrunning
+// its chunk) is a format_error.
 #pragma once
 
 #include <hdf5.h>
@@ -31,10 +32,12 @@ namespace gpufeed::detail::hdf5 {
 
 // The chunk dimensions a chunked dataset's layout message declares (the last one is the element
 // size, as HDF5 stores it), and the absolute file offset of each (tests patch them).
+// ndims_offset: the absolute file offset of the message's dimensionality byte.
 struct chunk_layout {
   std::vector<std::uint64_t> dims;
   std::vector<std::uint64_t> dim_offsets;
   unsigned dim_bytes = 4;
+  std::uint64_t ndims_offset = 0;
 };
 
 class layout_reader {
@@ -154,19 +157,22 @@ class layout_reader {
   std::optional<chunk_layout> layout(const std::uint8_t* d, std::uint64_t size, std::uint64_t at) {
     if (size < 2) return std::nullopt;
     const unsigned version = d[0];
-    std::uint64_t ndims = 0, dims_at = 0;
+    std::uint64_t ndims = 0, dims_at = 0, ndims_at = 0;
     unsigned width = 4;
     if (version == 1 || version == 2) {  // version, ndims, class, 5 reserved, address, dims
       if (size < 8 || d[2] != 2) return std::nullopt;
       ndims = d[1];
+      ndims_at = 1;
       dims_at = 8 + sa_;
     } else if (version == 3) {  // version, class, ndims, address, dims
       if (size < 3 || d[1] != 2) return std::nullopt;
       ndims = d[2];
+      ndims_at = 2;
       dims_at = 3 + sa_;
     } else if (version == 4) {  // version, class, flags, ndims, bytes per dim, dims, index type
       if (size < 5 || d[1] != 2) return std::nullopt;
       ndims = d[3];
+      ndims_at = 3;
       width = d[4];
       if (width < 1 || width > 8) return std::nullopt;
       dims_at = 5;
@@ -176,6 +182,7 @@ class layout_reader {
     if (dims_at + ndims * width > size) return std::nullopt;
     chunk_layout l;
     l.dim_bytes = width;
+    l.ndims_offset = base_ + at + ndims_at;
     for (std::uint64_t k = 0; k < ndims; ++k) {
       l.dims.push_back(le(d + dims_at + k * width, width));
       l.dim_offsets.push_back(base_ + at + dims_at + k * width);
@@ -217,11 +224,20 @@ inline std::optional<chunk_layout> read_chunk_layout(hid_t file_id, const posix_
       .read(info.addr);
 }
 
-// format_error naming file and dataset when dataset `name` declares a chunk dimension of 0, which
-// would crash libhdf5 in H5Dopen2. Call before opening any dataset.
+// format_error naming file and dataset when dataset `name` declares a chunk dimension of 0, or a
+// chunked layout of fewer than 2 dimensions (a chunk of rank 0: HDF5 stores the element size as
+// the last dimension, and a chunked dataset has rank 1 at least), either of which would crash
+// libhdf5 in H5Dopen2 (division by zero in H5D__chunk_set_info). Call before opening any dataset.
 inline void precheck_layout(hid_t file_id, const posix_file& f, const std::string& name) {
   const auto l = read_chunk_layout(file_id, f, name);
   if (!l) return;
+  if (l->dims.size() < 2)
+    format_fail("dataset '" + name + "': chunked layout message declares " +
+                    std::to_string(l->dims.size()) + " dimensions (at byte " +
+                    std::to_string(l->ndims_offset) +
+                    "; a chunked dataset has rank 1 at least, plus the element size): damaged or "
+                    "crafted",
+                f.path());
   for (std::size_t k = 0; k < l->dims.size(); ++k)
     if (l->dims[k] == 0)
       format_fail("dataset '" + name + "': chunk dimension " + std::to_string(k) +

@@ -22,6 +22,7 @@
 #include "gpufeed/detail/hdf5/blob_index.hpp"
 #include "gpufeed/detail/hdf5/chunk_index.hpp"
 #include "gpufeed/detail/hdf5/dataset_list.hpp"
+#include "gpufeed/detail/hdf5/declared_limits.hpp"
 #include "gpufeed/detail/hdf5/dtype.hpp"
 #include "gpufeed/detail/hdf5/index_driver.hpp"
 #include "gpufeed/detail/hdf5/layout_precheck.hpp"
@@ -75,31 +76,6 @@ inline std::vector<std::uint64_t> dataset_dims(hid_t dset, const std::string& fi
   check(H5Sget_simple_extent_dims(space.get(), d.data(), nullptr), "H5Sget_simple_extent_dims",
         "cannot read the extent of '" + name + "'", file);
   return std::vector<std::uint64_t>(d.begin(), d.begin() + rank);
-}
-
-// The most bytes a dataset of a file of `file_size` bytes may declare for what gpufeed holds in
-// memory (a record; blob offsets and labels, which are read whole): 4096 times the file (deflate
-// expands at most ~1032-fold; the spare covers stronger codecs), and at least 64 MiB, so that a
-// small crafted file cannot make gpufeed allocate terabytes before anything is read.
-inline std::uint64_t declared_bytes_limit(std::uint64_t file_size) noexcept {
-  constexpr std::uint64_t floor = std::uint64_t{64} << 20;
-  const std::uint64_t scaled =
-      file_size > (std::numeric_limits<std::uint64_t>::max() >> 12) ? ~std::uint64_t{0}
-                                                                      : file_size << 12;
-  return scaled > floor ? scaled : floor;
-}
-
-// format_error naming file and dataset when `bytes` (what `what` of `name` declares) is past
-// declared_bytes_limit.
-inline void check_declared(std::uint64_t bytes, std::uint64_t file_size, const std::string& file,
-                           const std::string& name, const std::string& what) {
-  const std::uint64_t limit = declared_bytes_limit(file_size);
-  if (bytes > limit)
-    format_fail("dataset '" + name + "' declares " + what + " of " + std::to_string(bytes) +
-                    " bytes, more than a file of " + std::to_string(file_size) +
-                    " bytes can hold (limit " + std::to_string(limit) +
-                    " bytes: 4096 x the file size, at least 64 MiB): damaged or crafted",
-                file);
 }
 
 // Reads a whole 1-D integer dataset converted to T (HDF5 converts from the stored type), after
@@ -265,12 +241,12 @@ inline shard_index open_shard(const std::filesystem::path& p, const hdf5_options
   desc.shape = dims;
   desc.data_bytes = s.blob ? dims[0] : mul_checked(s.row_bytes, s.records, file);
 
+  s.dataset_name = req.dataset;
   index_storage(s, dset.get(), dt, file);
   if (s.kind == read_kind::fallback) {
     s.h5file = std::move(fid);
     s.dataset = std::move(dset);
     s.memtype = std::move(dt.memtype);
-    s.dataset_name = req.dataset;
     desc.read_path = hdf5_read_path::h5dread_fallback;
   } else {
     desc.read_path = (s.swap || !s.pipeline.empty()) ? hdf5_read_path::pread_decode

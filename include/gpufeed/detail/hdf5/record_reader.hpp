@@ -138,11 +138,10 @@ class record_reader {
   // Lets go of the band it holds pinned in any case.
   void release(std::size_t keep = 0) noexcept {
     hold_.drop();
-    if (stored_.capacity() + a_.capacity() + b_.capacity() + own_.capacity() <= keep) return;
+    if (stored_.capacity() + a_.capacity() + b_.capacity() <= keep) return;
     stored_.release();
     a_.release();
     b_.release();
-    own_.release();
   }
 
   // Records that read a chunk of band `band` (its chunk index along dimension 0) once per epoch:
@@ -193,12 +192,13 @@ class record_reader {
   void copy_waiting(const shard_index& s, const record_plan& plan, std::uint64_t key_base,
                     std::uint64_t base, std::size_t shift, std::span<const std::size_t> places,
                     std::uint64_t global, std::span<std::byte> dst) {
+    if (!places.empty()) check_fits(s, global);
     for (const std::size_t i : places) {
       const std::uint64_t k = base + plan.chunk[i];
       const chunk_entry& c = s.chunks[static_cast<std::size_t>(k)];
       const shared_chunk_cache::pin held =
           cache_->get(group_of(s, key_base, k), key_base + k, s.grid.chunk_bytes,
-                      chunk_users(s, k / s.rows.band_chunks), own_,
+                      chunk_users(s, k / s.rows.band_chunks),
                       [&](std::span<std::byte> buf) { decode(s, c, k, buf, global); });
       copy_runs(plan, i, held.data(), shift, dst);
     }
@@ -289,8 +289,9 @@ class record_reader {
         }
       }
       // Another reader decoding this chunk: take the record's other chunks first, come back.
+      check_fits(s, global);
       const auto held =
-          cache_->try_get(group_of(s, key_base, k), key_base + k, s.grid.chunk_bytes, users(k), own_,
+          cache_->try_get(group_of(s, key_base, k), key_base + k, s.grid.chunk_bytes, users(k),
                           [&](std::span<std::byte> buf) { decode(s, c, k, buf, global); });
       if (!held) {
         deferred_.push_back(i);
@@ -307,6 +308,24 @@ class record_reader {
     }
     copy_waiting(s, *plan, key_base, base, shift, deferred_, global, dst);
     return true;
+  }
+
+  // config_error naming file and record when a decoded chunk of s cannot fit the cache's budget:
+  // it would be decoded outside the cache for every record (shared_chunk_cache.hpp).
+  // A budget of 0 (no chunked shard when the source was built, or asked for) caches nothing:
+  // every chunk is decoded in the overflow buffer, one at a time.
+  void check_fits(const shard_index& s, std::uint64_t global) const {
+    const std::size_t budget = cache_->budget();
+    if (budget == 0 || s.grid.chunk_bytes <= budget) return;
+    error_context ctx;
+    ctx.file = s.path;
+    ctx.record = global;
+    throw config_error("a decoded chunk of this shard holds " +
+                           std::to_string(s.grid.chunk_bytes) +
+                           " bytes, more than the decoded-chunk budget of " +
+                           std::to_string(budget) +
+                           " bytes: raise hdf5_options::decode_cache_bytes to one chunk at least",
+                       std::move(ctx));
   }
 
   [[noreturn]] static void corrupt(const shard_index& s, const chunk_entry& c, std::uint64_t k,
@@ -399,7 +418,6 @@ class record_reader {
   }
 
   byte_buffer stored_, a_, b_;
-  byte_buffer own_;  // a chunk decoded outside the cache (no room in its budget)
   band_hold hold_;  // the chunks of the record's band pinned through pin_ready (null bytes: not
                     // ready then, read through try_get / get), kept across rows of one band
   std::vector<std::size_t> deferred_;      // one record's chunks (plan places) another reader

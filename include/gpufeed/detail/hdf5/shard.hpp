@@ -7,10 +7,13 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "gpufeed/detail/hdf5/fallback_check.hpp"
+#include "gpufeed/detail/hdf5/filter_step.hpp"
 #include "gpufeed/detail/hdf5/geometry.hpp"
 #include "gpufeed/detail/hdf5/index_driver.hpp"
 #include "gpufeed/detail/hdf5/library.hpp"
@@ -25,16 +28,6 @@ enum class read_kind {
   contiguous,  // one pread at base + the record's byte offset
   chunked,     // pread of the chunks a record touches, decoded by gpufeed when filtered
   fallback,    // H5Dread of the record's hyperslab under the library mutex
-};
-
-// The filters gpufeed decodes itself (chunk_decoders.hpp): HDF5's own, and the plugin filters
-// h5py + hdf5plugin write (Blosc 32001, LZ4 32004, Bitshuffle 32008, Zstd 32015).
-enum class filter_kind { deflate, shuffle, fletcher32, lz4, bitshuffle, blosc, zstd };
-struct filter_step {
-  filter_kind kind = filter_kind::deflate;
-  std::size_t element_size = 0;  // shuffle, bitshuffle: the element size it was applied with
-  std::size_t block = 0;         // bitshuffle: block size in elements (0: its default)
-  unsigned compression = 0;      // bitshuffle: 0 none, 2 LZ4, 3 Zstd
 };
 
 // One stored chunk: its file extent and which filters were skipped when it was written
@@ -72,6 +65,9 @@ struct shard_index {
   handle memtype;
   std::string dataset_name;            // fallback: the dataset to reopen
   mutable bool fallback_stale = false;  // fallback: the last H5Dread failed; reopen first
+  // Fallback of a chunked dataset: checks each chunk before H5Dread decodes it
+  // (fallback_check.hpp). Used under the library mutex only.
+  mutable std::unique_ptr<chunk_checker> checker;
   hdf5_shard_info description;          // what hdf5_source::shards() reports for this shard
 
   [[nodiscard]] std::size_t record_bytes(std::uint64_t local) const noexcept {
@@ -100,7 +96,9 @@ struct shard_index {
 
   // Reads record `local` through H5Dread with the native memory type (HDF5 converts and
   // decodes). Serialised by the library mutex: correct, not fast. io_error naming file and
-  // record when the OS failed a read or the file shrank; library_error for other HDF5 failures.
+  // record when the OS failed a read or the file shrank; corrupt_error when a chunk of the
+  // record does not decode to its size (checked by gpufeed before HDF5 sees it); library_error
+  // for other HDF5 failures.
   //
   // After any failed H5Dread the file and dataset are closed and reopened before the next read:
   // libhdf5 (1.10.8 at least) keeps the bytes of a failed read in the file's sieve buffer and
@@ -122,6 +120,14 @@ struct shard_index {
       fallback_stale = true;
       throw_hdf5("H5Dread fallback failed", path, api, -1, global);
     };
+    if (checker) {
+      try {
+        checker->check_box(dataset.get(), file, b, global);
+      } catch (...) {
+        fallback_stale = true;  // H5Dread_chunk may have left the chunk's bytes in HDF5's caches
+        throw;
+      }
+    }
     handle fspace(H5Dget_space(dataset.get()), H5Sclose);
     if (!fspace.valid()) fail("H5Dget_space");
     if (H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(),

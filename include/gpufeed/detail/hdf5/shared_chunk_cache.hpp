@@ -17,8 +17,10 @@
 // Budget: held bytes (decoding chunks included) never exceed the budget: one atomic count for
 // all stripes, raised by compare-and-swap only when the bytes fit. A decoder that finds no room
 // evicts, one stripe lock at a time and holding no other (so no lock order to keep); when no
-// chunk can be evicted, it decodes into the reader's own buffer for this one record and does not
-// cache it (counted as uncached_decodes). Buffers of forgotten chunks (forget_unused) stay held
+// chunk can be evicted, it decodes into the cache's one overflow buffer for this one record and
+// does not cache it (counted as uncached_decodes): one such decode at a time, so N readers never
+// hold N extra copies (decoded memory stays within the budget plus one chunk, which is no larger
+// than the budget: record_reader refuses a chunk larger than the budget). Buffers of forgotten chunks (forget_unused) stay held
 // as spares, taken by the next decodes of their size, freed first when room is needed otherwise.
 //
 // Eviction rule (the victim when room is needed):
@@ -98,7 +100,9 @@ class shared_chunk_cache {
     pin() = default;
     pin(const pin&) = delete;
     pin& operator=(const pin&) = delete;
-    pin(pin&& o) noexcept : cache_(o.cache_), at_(o.at_), key_(o.key_), data_(o.data_) {
+    pin(pin&& o) noexcept
+        : cache_(o.cache_), at_(o.at_), key_(o.key_), data_(o.data_),
+          overflow_(std::move(o.overflow_)) {
       o.cache_ = nullptr;
     }
     ~pin() {
@@ -110,10 +114,13 @@ class shared_chunk_cache {
     friend class shared_chunk_cache;
     pin(shared_chunk_cache* c, stripe* at, std::uint64_t key, const std::byte* d) noexcept
         : cache_(c), at_(at), key_(key), data_(d) {}
-    shared_chunk_cache* cache_ = nullptr;  // null: a private buffer, nothing to unpin
+    pin(std::unique_lock<std::mutex> overflow, const std::byte* d) noexcept
+        : data_(d), overflow_(std::move(overflow)) {}
+    shared_chunk_cache* cache_ = nullptr;  // null: the overflow buffer, nothing to unpin
     stripe* at_ = nullptr;
     std::uint64_t key_ = 0;
     const std::byte* data_ = nullptr;
+    std::unique_lock<std::mutex> overflow_;  // held while the overflow buffer is read
   };
 
   explicit shared_chunk_cache(std::size_t budget) : budget_(budget) {}
@@ -121,16 +128,16 @@ class shared_chunk_cache {
   shared_chunk_cache& operator=(const shared_chunk_cache&) = delete;
 
   // The decoded bytes (`bytes` long) of chunk `key` of group `group`, read by `users` records
-  // per epoch. When absent, decode(span) fills them: in the cache, or in `own` when the budget
-  // has no room. While another reader decodes it, waits for that decode. Exceptions from decode
+  // per epoch. When absent, decode(span) fills them: in the cache, or in the overflow buffer when
+  // the budget has no room (the pin then holds the overflow lock: drop it before the next get). While another reader decodes it, waits for that decode. Exceptions from decode
   // propagate (the chunk is not cached).
   template <class Decode>
   pin get(std::uint64_t group, std::uint64_t key, std::size_t bytes, std::uint64_t users,
-          byte_buffer& own, Decode&& decode) {
+          Decode&& decode) {
     stripe& s = stripe_of(group);
     auto lock = lock_timed(s);
     for (bool waited = false;; waited = true) {
-      if (auto p = try_get_locked(s, lock, key, bytes, users, own, decode, waited))
+      if (auto p = try_get_locked(s, lock, key, bytes, users, decode, waited))
         return std::move(*p);
       const auto t0 = std::chrono::steady_clock::now();
       s.ready.wait(lock, [&] {
@@ -147,10 +154,10 @@ class shared_chunk_cache {
   // that start on one band decode its chunks side by side instead of queueing behind one decode.
   template <class Decode>
   std::optional<pin> try_get(std::uint64_t group, std::uint64_t key, std::size_t bytes,
-                             std::uint64_t users, byte_buffer& own, Decode&& decode) {
+                             std::uint64_t users, Decode&& decode) {
     stripe& s = stripe_of(group);
     auto lock = lock_timed(s);
-    return try_get_locked(s, lock, key, bytes, users, own, decode, false);
+    return try_get_locked(s, lock, key, bytes, users, decode, false);
   }
 
   // Decode ahead: decodes chunk `key` into the cache for reads to come, unless it is cached or
@@ -230,12 +237,19 @@ class shared_chunk_cache {
     delivered_.fetch_add(bytes, std::memory_order_relaxed);
   }
 
+  [[nodiscard]] std::size_t budget() const noexcept {
+    return budget_.load(std::memory_order_relaxed);
+  }
   // Grows (never shrinks) the budget: several loaders may share the source.
   void raise_budget(std::size_t bytes) noexcept {
     raise_to(budget_, bytes);
   }
   // Frees every chunk no reader holds, and the spare buffers.
   void drop_unused() noexcept {
+    {
+      std::lock_guard lock(overflow_mutex_);
+      overflow_.release();
+    }
     clear_unused(/*keep_counted=*/false, [](spare_buffer) noexcept {});  // freed on return
     while (free_one_spare()) {
     }
@@ -326,7 +340,7 @@ class shared_chunk_cache {
   template <class Decode>
   std::optional<pin> try_get_locked(stripe& s, std::unique_lock<std::mutex>& lock,
                                     std::uint64_t key, std::size_t bytes, std::uint64_t users,
-                                    byte_buffer& own, Decode& decode, bool waited) {
+                                    Decode& decode, bool waited) {
     if (const auto it = s.table.find(key); it != s.table.end()) {
       entry& e = it->second;
       if (!e.ready) return std::nullopt;
@@ -346,10 +360,11 @@ class shared_chunk_cache {
       ++s.stats.uncached_decodes;
       abandon(s, key);  // readers waiting for it decode it themselves
       lock.unlock();
-      const auto buf = own.resize(bytes);
+      std::unique_lock overflow(overflow_mutex_);  // one at a time: never a copy per reader
+      const auto buf = overflow_.resize(bytes);
       decode(buf);
       lock.lock();
-      return pin(nullptr, nullptr, key, buf.data());
+      return pin(std::move(overflow), buf.data());
     }
     fill(s, lock, key, e, std::move(reused), decode);
     e.ready = true;
@@ -541,6 +556,8 @@ class shared_chunk_cache {
   std::atomic<std::size_t> held_{0}, peak_{0};
   std::atomic<std::size_t> next_victim_{0};
   std::atomic<std::size_t> listed_[2] = {0, 0};  // chunks in the stripes' spent, open lists
+  std::mutex overflow_mutex_;
+  byte_buffer overflow_;  // a chunk decoded outside the budget, under overflow_mutex_
   std::mutex spare_mutex_;
   std::vector<spare_buffer> spare_;  // forget_unused()'s buffers, under spare_mutex_
   std::atomic<std::size_t> spare_count_{0};
