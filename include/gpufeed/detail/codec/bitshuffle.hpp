@@ -26,6 +26,7 @@
 #include <span>
 #include <string>
 
+#include "gpufeed/detail/codec/bit_matrix.hpp"
 #include "gpufeed/detail/codec/lz4.hpp"
 #include "gpufeed/detail/codec/result.hpp"
 #include "gpufeed/detail/codec/zstd.hpp"
@@ -59,13 +60,7 @@ inline void bit_transpose_block(const std::byte* src, std::byte* dst, std::size_
       std::uint64_t x = 0;
       for (int k = 0; k < 8; ++k)
         x |= std::uint64_t{static_cast<unsigned char>(in[k * src_step])} << (8 * k);
-      // 8x8 bit-matrix transpose: bit 8k + j moves to 8j + k
-      std::uint64_t t = (x ^ (x >> 7)) & 0x00AA00AA00AA00AAull;
-      x ^= t ^ (t << 7);
-      t = (x ^ (x >> 14)) & 0x0000CCCC0000CCCCull;
-      x ^= t ^ (t << 14);
-      t = (x ^ (x >> 28)) & 0x00000000F0F0F0F0ull;
-      x ^= t ^ (t << 28);
+      x = transpose_8x8_bits(x);
       for (int k = 0; k < 8; ++k) out[k * dst_step] = static_cast<std::byte>((x >> (8 * k)) & 0xff);
     }
   }

@@ -21,11 +21,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define GPUFEED_HOST_DEVICE __host__ __device__
-#else
-#define GPUFEED_HOST_DEVICE
-#endif
+#include "gpufeed/detail/host_device.hpp"
 
 namespace gpufeed::cuda::detail {
 
@@ -83,6 +79,22 @@ GPUFEED_HOST_DEVICE inline void lane_match(std::uint8_t* dst, std::uint32_t offs
   }
 }
 
+// A literal or match length of 15 in the token goes on in bytes of 255 until a smaller one:
+// adds them to `run` from in[ip], bounded by the input and by the block's decoded size.
+GPUFEED_HOST_DEVICE inline unit_status lz4_extend_length(const std::uint8_t* in,
+                                                         std::uint32_t in_size, std::uint32_t& ip,
+                                                         std::uint32_t out_size,
+                                                         std::uint32_t& run) {
+  std::uint32_t b = 255;
+  while (b == 255) {
+    if (ip >= in_size) return unit_status::truncated;
+    b = in[ip++];
+    run += b;
+    if (run > out_size) return unit_status::overflow;
+  }
+  return unit_status::ok;
+}
+
 // Decodes the LZ4 block in[0, in_size) into out[0, out_size). Group: `lane()`, `lanes()` and
 // `sync()`, plus `literals(src, dst, n)` and `match(dst, offset, n)` that run the lane copies
 // above for the group (on the host, for each emulated lane in turn).
@@ -100,15 +112,10 @@ GPUFEED_HOST_DEVICE unit_status lz4_decode_block(const std::uint8_t* in, std::ui
     if (ip >= in_size) return unit_status::truncated;
     const std::uint32_t token = in[ip++];
     std::uint32_t run = token >> 4;
-    if (run == 15) {
-      std::uint32_t b = 255;
-      while (b == 255) {
-        if (ip >= in_size) return unit_status::truncated;
-        b = in[ip++];
-        run += b;
-        if (run > out_size) return unit_status::overflow;
-      }
-    }
+    if (run == 15)
+      if (const unit_status s = lz4_extend_length(in, in_size, ip, out_size, run);
+          s != unit_status::ok)
+        return s;
     if (run > in_size - ip) return unit_status::truncated;
     if (run > out_size - op) return unit_status::overflow;
     group.literals(in + ip, out + op, run);
@@ -120,15 +127,10 @@ GPUFEED_HOST_DEVICE unit_status lz4_decode_block(const std::uint8_t* in, std::ui
     ip += 2;
     if (offset > op) return unit_status::bad_offset;
     run = (token & 15u) + 4;
-    if ((token & 15u) == 15u) {
-      std::uint32_t b = 255;
-      while (b == 255) {
-        if (ip >= in_size) return unit_status::truncated;
-        b = in[ip++];
-        run += b;
-        if (run > out_size) return unit_status::overflow;
-      }
-    }
+    if ((token & 15u) == 15u)
+      if (const unit_status s = lz4_extend_length(in, in_size, ip, out_size, run);
+          s != unit_status::ok)
+        return s;
     if (run > out_size - op) return unit_status::overflow;
     if (out_size - op - run < 5) return unit_status::bad_end;
     group.sync();  // the runs just written (by other lanes) may be the match's source

@@ -8,6 +8,7 @@
 
 #include "gpufeed/cuda/detail/codec/inflate.hpp"
 #include "gpufeed/cuda/detail/codec/lz4_block.hpp"
+#include "gpufeed/detail/codec/bit_matrix.hpp"
 #include "gpufeed/detail/codec/gpu_units.hpp"
 
 namespace gpufeed::cuda::detail {
@@ -25,12 +26,7 @@ GPUFEED_HOST_DEVICE inline void lane_untranspose(const std::uint8_t* rows, std::
     const std::uint8_t* in = rows + b * 8 * row + q;
     std::uint64_t x = 0;
     for (int k = 0; k < 8; ++k) x |= std::uint64_t{in[k * row]} << (8 * k);
-    std::uint64_t t = (x ^ (x >> 7)) & 0x00AA00AA00AA00AAull;
-    x ^= t ^ (t << 7);
-    t = (x ^ (x >> 14)) & 0x0000CCCC0000CCCCull;
-    x ^= t ^ (t << 14);
-    t = (x ^ (x >> 28)) & 0x00000000F0F0F0F0ull;
-    x ^= t ^ (t << 28);
+    x = gpufeed::detail::codec::transpose_8x8_bits(x);
     std::uint8_t* o = out + 8 * q * e + b;
     for (int k = 0; k < 8; ++k) o[k * e] = static_cast<std::uint8_t>(x >> (8 * k));
   }
