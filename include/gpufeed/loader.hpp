@@ -49,6 +49,7 @@ class loader {
   loader(const Source& src, loader_config config) {
     detail::pipeline_setup setup = detail::resolve_config<Options>(src, std::move(config));
     if (!setup.order_notice.empty()) std::fprintf(stderr, "%s\n", setup.order_notice.c_str());
+    if (!setup.size_notice.empty()) std::fprintf(stderr, "%s\n", setup.size_notice.c_str());
     sampler_ = std::make_unique<sampler>(setup.order);
     pipeline_ = detail::pipeline<Source>::make(src, std::move(setup));
   }

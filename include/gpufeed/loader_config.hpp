@@ -77,6 +77,8 @@ enum class error_policy { throw_error, skip, substitute };
 struct loader_config {
   std::size_t batch_size = 256;
   ::gpufeed::target target = ::gpufeed::target::host();
+  // A batch_size above a rank's records per epoch is one short batch per epoch (the loader says
+  // so once on stderr); with drop_last it is a config_error.
   bool drop_last = false;
   std::uint64_t seed = 0;
   sample_order order = sample_order::shuffled;

@@ -17,6 +17,8 @@
 //             from the page cache): more workers (if cores are free) or uncompressed shards help.
 //             When the source reports decode_stats and each record inflated many rows of chunk
 //             data (amplification), the cure is the locality-aware order or a repack instead.
+//   read      as decode, but the source's decode_stats say no chunk was decompressed (uncompressed
+//             data): the workers' CPU time is copying records, so decode advice does not apply.
 //   pipeline  the consumer waited but no stage is saturated: prefetch depth or batch structure
 //             limits overlap (e.g. too few records per batch for the workers).
 // Workers count as saturated when busy >= 85 % of the time, or >= 60 % while the planner was
@@ -42,7 +44,7 @@
 
 namespace gpufeed {
 
-enum class bottleneck { consumer, h2d, storage, decode, pipeline, unknown };
+enum class bottleneck { consumer, h2d, storage, decode, read, pipeline, unknown };
 
 inline const char* to_string(bottleneck b) noexcept {
   switch (b) {
@@ -50,6 +52,7 @@ inline const char* to_string(bottleneck b) noexcept {
     case bottleneck::h2d: return "h2d";
     case bottleneck::storage: return "storage";
     case bottleneck::decode: return "decode";
+    case bottleneck::read: return "read";
     case bottleneck::pipeline: return "pipeline";
     case bottleneck::unknown: break;
   }
@@ -95,10 +98,6 @@ inline constexpr double amplification_worth_naming = 2.0;
 // The decode-stage sentence and advice when the source reports decode_stats.
 inline void explain_decode(const loader_stats& s, verdict& v) {
   const decode_stats& d = *s.decode;
-  if (d.chunks_decoded == 0) {
-    v.summary += " No chunk was decompressed: the CPU time is copying records (page cache).";
-    return;
-  }
   const double amp = d.amplification();
   if (amp < amplification_worth_naming) return;
   const double rec_rows = amp;  // decoded bytes per delivered byte = rows per record's row
@@ -255,6 +254,29 @@ inline verdict diagnose(const loader_stats& s, unsigned cores = 0) {
                        "storage or in RAM (tmpfs), pack small files into larger shards, or add "
                        "workers to keep more I/O in flight";
       }
+    } else if (s.decode && s.decode->chunks_decoded == 0) {
+      // The source decodes, but read only uncompressed records: "decode" and its advice (store
+      // uncompressed, raise the cache, repack) would name work that never ran.
+      v.stage = bottleneck::read;
+      v.summary = fmt(workers > 1 ? "Reading records bounds throughput: workers are busy %.0f %% "
+                                    "of the time, %.0f %% of it on a CPU."
+                                  : "Reading records bounds throughput: the worker is busy %.0f "
+                                    "%% of the time, %.0f %% of it on a CPU.",
+                      100 * busy, 100 * cpu_share);
+      v.summary += " No chunk was decompressed: the CPU time is copying records (page cache).";
+      if (runq_share > 0.25)
+        v.suggestion = workers > 1
+                           ? "the machine has fewer free cores than runnable threads: use fewer "
+                             "workers or free cores (other processes compete for them)"
+                           : "the worker waits for a core: free cores (other processes compete "
+                             "for them) before adding workers";
+      else if (cores && static_cast<double>(cores) > workers)
+        v.suggestion = "raise workers: " + detail::count_of(workers, "worker") + " run on " +
+                       detail::count_of(static_cast<double>(cores), "core");
+      else
+        v.suggestion = "every core is already busy copying records (nothing was decompressed): "
+                       "deliver fewer bytes (uint8 rather than float, smaller records) or use a "
+                       "machine with more free cores";
     } else {
       v.stage = bottleneck::decode;
       v.summary = fmt(workers > 1 ? "CPU work in the workers bounds throughput (decompression, "
@@ -273,10 +295,10 @@ inline verdict diagnose(const loader_stats& s, unsigned cores = 0) {
       else if (cores && static_cast<double>(cores) > workers)
         v.suggestion = "raise workers: " + detail::count_of(workers, "worker") + " run on " +
                        detail::count_of(static_cast<double>(cores), "core");
-      else if (s.decode && s.decode->chunks_decoded > 0)
+      else if (s.decode)  // chunks were decoded (none: the read stage above)
         v.suggestion = "every core is already reading: store shards uncompressed or with a "
                        "cheaper filter, or move decoding to the GPU";
-      else  // nothing was decompressed: "store uncompressed" would be what the data already is
+      else  // no decode_stats (LMDB, in-memory sources): no chunk codec to advise against
         v.suggestion = "every core is already busy copying records (nothing was decompressed): "
                        "deliver fewer bytes (uint8 rather than float, smaller records) or use a "
                        "machine with more free cores";

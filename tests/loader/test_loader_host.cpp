@@ -269,3 +269,30 @@ TEST_CASE("configuration errors are typed") {
   c.resume = sampler_state{0, 0, 101};  // an epoch has 100 positions: 0..100 (100 = its end)
   CHECK_THROWS_AS(loader<memory_source>(src, c), config_error);
 }
+
+TEST_CASE("batch_size above a rank's records: a notice naming the short batch, the batch delivered") {
+  memory_source src(100, 4);
+  loader_config c = base_config(200);
+  const auto one = detail::resolve_config<default_options>(src, c, 4);
+  CHECK(one.size_notice.find("batch_size 200 is larger than the 100 records") != std::string::npos);
+  CHECK(one.size_notice.find("one short batch of 100 records") != std::string::npos);
+  CHECK(one.size_notice.find("drop_last") != std::string::npos);
+  loader<memory_source> l(src, c);
+  auto epochs = run_epochs(l, src, 1);
+  CHECK(l.batches_per_epoch() == 1);
+  check_exactly_once(epochs[0], 100);
+
+  // A rank's share: 100 records over 4 ranks are 25 each, below a batch of 30.
+  c = base_config(30);
+  c.part = partition{1, 4};
+  const auto rank = detail::resolve_config<default_options>(src, c, 4);
+  CHECK(rank.size_notice.find("larger than the 25 records per rank (100 records over 4 ranks)") !=
+        std::string::npos);
+
+  // A batch that fits (also exactly) gets no notice.
+  c = base_config(100);
+  CHECK(detail::resolve_config<default_options>(src, c, 4).size_notice.empty());
+  c = base_config(25);
+  c.part = partition{1, 4};
+  CHECK(detail::resolve_config<default_options>(src, c, 4).size_notice.empty());
+}

@@ -101,6 +101,7 @@ TEST_CASE("decode amplification in full random order: named with figures, block_
   // Nothing decompressed (uncompressed shards): said so, not "decompression".
   s.decode = decode_stats{};
   CHECK(has(diagnose(s, 16).summary, "No chunk was decompressed"));
+  CHECK(diagnose(s, 16).stage == bottleneck::read);
 }
 
 TEST_CASE("storage-bound random reads: the record size and the locality-aware order") {
@@ -193,11 +194,42 @@ TEST_CASE("CPU-bound with nothing decompressed: never advises storing the data u
   loader_stats s = recorded(16, 0.97, 0.95, 0.9);
   s.decode = decode_stats{};  // a source that decodes, but read only uncompressed records
   const verdict v = diagnose(s, 16);
-  CHECK(v.stage == bottleneck::decode);
+  CHECK(v.stage == bottleneck::read);
   CHECK(!has(v.suggestion, "uncompressed"));
   CHECK(has(v.suggestion, "nothing was decompressed"));
-  s.decode.reset();
+  s.decode.reset();  // no decode_stats: the CPU-work verdict, still without that advice
+  CHECK(diagnose(s, 16).stage == bottleneck::decode);
   CHECK(!has(diagnose(s, 16).suggestion, "uncompressed"));
+}
+
+TEST_CASE("uncompressed run, workers saturated: the stage is read, never decode") {
+  // The figures of a run on uncompressed HDF5 shards from the page cache: one worker busy 97 %
+  // of the time, two thirds of it waiting for a free core, no chunk decoded.
+  loader_stats s = recorded(1, 0.97, 0.34, 0.9);
+  s.workers[0].runqueue_seconds = s.workers[0].read_seconds * 0.66;
+  s.order = "sequential";
+  decode_stats d;
+  d.delivered_bytes = s.bytes;
+  d.records = s.records;
+  d.cache_budget_bytes = 64u << 20;
+  s.decode = d;
+  const verdict v = diagnose(s, 2);
+  MESSAGE(v.report());
+  CHECK(v.stage == bottleneck::read);
+  CHECK(std::string(to_string(v.stage)) == "read");
+  CHECK(has(v.report(), "bottleneck: read\n"));
+  CHECK(has(v.summary, "Reading records bounds throughput: the worker is busy 97 %"));
+  CHECK(has(v.summary, "No chunk was decompressed"));
+  CHECK(!has(v.summary, "decompression"));
+  CHECK(!has(v.report(), "decoded 0 chunks"));
+  CHECK(has(v.suggestion, "the worker waits for a core"));
+  CHECK(!has(v.suggestion, "uncompressed"));
+  CHECK(!has(v.suggestion, "repack"));
+
+  // The same run once a chunk is decoded: decode, as before.
+  s.decode->chunks_decoded = 1;
+  s.decode->decoded_bytes = s.bytes;
+  CHECK(diagnose(s, 2).stage == bottleneck::decode);
 }
 
 TEST_CASE("repack advice names a chunk size of a few records, not the pack default") {

@@ -37,6 +37,9 @@ struct pipeline_setup {
   // one-time notice the loader prints when shuffled order decodes whole units per record.
   double records_per_decode_unit = 1;
   std::string order_notice;
+  // The one-time notice the loader prints when batch_size exceeds the records a rank gets per
+  // epoch (without drop_last each epoch is then a single short batch).
+  std::string size_notice;
 
   [[nodiscard]] slot_layout layout() const noexcept {
     return slot_layout{config.batch_size, config.slot_data_bytes};
@@ -57,6 +60,20 @@ inline std::string shuffled_cost_notice(double records_per_unit) {
          " records: every record read at random decodes its whole unit, ~" + n +
          "x the bytes delivered. Use sample_order::block_shuffled (random over units, each "
          "decoded once per epoch), or repack with `gpufeed pack --compress`.";
+}
+
+// batch_size above a rank's records per epoch: without drop_last (with it, resolve_config throws)
+// every epoch is one batch of fewer records, which a user sizing steps by batch_size would not
+// expect.
+inline std::string short_batch_notice(std::size_t batch_size, std::uint64_t rank_records,
+                                      std::uint64_t records, std::uint32_t world) {
+  std::string where = std::to_string(records) + " records";
+  if (world > 1)
+    where = std::to_string(rank_records) + " records per rank (" + where + " over " +
+            std::to_string(world) + " ranks)";
+  return "gpufeed: batch_size " + std::to_string(batch_size) + " is larger than the " + where +
+         ": each epoch is one short batch of " + std::to_string(rank_records) +
+         " records. Lower batch_size, or set drop_last to make this an error.";
 }
 
 // A loader_options value if fixed at compile time, else the config's, else the default.
@@ -180,6 +197,10 @@ pipeline_setup resolve_config(const Source& src, loader_config c,
                        " records per epoch with drop_last (" +
                        std::to_string(order.records_per_epoch()) + " records per rank)");
   const sampler_state start = c.resume ? order.resumed(*c.resume) : order.first_state();
+  std::string size_notice;
+  if (order.records_per_epoch() < c.batch_size)
+    size_notice =
+        short_batch_notice(c.batch_size, order.records_per_epoch(), src.size(), order.part().world);
 
   // Sequential order only: in block_shuffled a batch's neighbours share a unit with probability
   // ~1/window, so tasks would be cut at chunk_records anyway; the decoded-chunk cache is what
@@ -192,7 +213,8 @@ pipeline_setup resolve_config(const Source& src, loader_config c,
     notice = shuffled_cost_notice(per_unit);
   const bool labels = has_labels(src);
   return pipeline_setup{std::move(c), std::move(order), record_bytes,      labels, unit_tasks,
-                        sorted_tasks, start,            per_unit,          std::move(notice)};
+                        sorted_tasks, start,            per_unit,          std::move(notice),
+                        std::move(size_notice)};
 }
 
 }  // namespace gpufeed::detail
