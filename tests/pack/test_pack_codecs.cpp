@@ -310,6 +310,7 @@ TEST_CASE("LZ4 chunks of several 64 KiB blocks: hdf5_source and h5py read the in
     return;
   }
   CHECK_MESSAGE(rc == 0, "h5py read other bytes from LZ4 chunks of several blocks");
+}
 
 TEST_CASE("repack_hdf5 keeps float16 float16: h5py and hdf5_source read the source's bytes") {
   gpufeed::test::temp_dir dir("pkf16");
