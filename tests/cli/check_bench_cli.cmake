@@ -62,7 +62,7 @@ foreach(format hdf5 lmdb)
     check_positive("${out}" loader.${i}.batches loader.${i}.gbps loader.${i}.records_per_s
                    loader.${i}.batch_size loader.${i}.seconds)
     string(JSON stage GET "${out}" loader ${i} bottleneck)
-    if(NOT stage MATCHES "^(consumer|h2d|storage|decode|pipeline|unknown)$")
+    if(NOT stage MATCHES "^(consumer|h2d|storage|read|decode|pipeline|unknown)$")
       message(FATAL_ERROR "bench ${format}: loader run ${i} bottleneck '${stage}'")
     endif()
   endforeach()

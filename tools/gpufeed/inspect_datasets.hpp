@@ -24,7 +24,8 @@ inline std::vector<detail::hdf5::dataset_listing> hdf5_datasets(const std::strin
   const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   if (f < 0) h::throw_hdf5("cannot open the HDF5 file", path, "H5Fopen", f);
   const h::handle file(f, H5Fclose);
-  return h::list_datasets(f);
+  const detail::posix_file bytes(path);  // what the layout check reads
+  return h::list_datasets(f, bytes);
 }
 
 inline bool has_dataset(const std::vector<detail::hdf5::dataset_listing>& list, const std::string& name) {

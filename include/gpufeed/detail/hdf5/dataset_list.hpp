@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "gpufeed/detail/hdf5/dtype.hpp"
+#include "gpufeed/detail/hdf5/layout_precheck.hpp"
 #include "gpufeed/detail/hdf5/library.hpp"
+#include "gpufeed/detail/posix_file.hpp"
 
 namespace gpufeed::detail::hdf5 {
 
@@ -35,19 +37,35 @@ inline std::string dtype_text(hid_t type) {
   return type_class_name(cls);
 }
 
+struct visit_state {
+  hid_t file_id;  // H5Lvisit hands the callback the root group, which H5Fget_* refuse
+  const posix_file* file;
+  std::vector<dataset_listing> list;
+};
+
 // Called for every link (H5Lvisit: the same API whichever HDF5 version maps it); the hard
-// links that open as datasets are listed.
+// links to datasets are listed. The object type comes from the header alone
+// (H5Oget_info_by_name2, basic): opening the object would read its layout message, which
+// precheck_layout must see first (a damaged one divides by zero inside libhdf5). A dataset
+// whose layout fails the check is listed by name with dtype "damaged", not opened.
 inline herr_t visit(hid_t group, const char* name, const H5L_info_t* info, void* out) {
   if (info->type != H5L_TYPE_HARD || !name || !*name) return 0;
   if (H5Oexists_by_name(group, name, H5P_DEFAULT) <= 0) return 0;
-  const hid_t obj = H5Oopen(group, name, H5P_DEFAULT);
-  if (obj < 0) return 0;
-  const bool is_dataset = H5Iget_type(obj) == H5I_DATASET;
-  H5Oclose(obj);
-  if (!is_dataset) return 0;
-  auto& list = *static_cast<std::vector<dataset_listing>*>(out);
+  H5O_info_t oinfo{};
+  if (H5Oget_info_by_name2(group, name, &oinfo, H5O_INFO_BASIC, H5P_DEFAULT) < 0 ||
+      oinfo.type != H5O_TYPE_DATASET)
+    return 0;
+  auto& state = *static_cast<visit_state*>(out);
+  auto& list = state.list;
   dataset_listing d;
   d.name = name;
+  try {
+    precheck_layout(state.file_id, *state.file, name);
+  } catch (const error&) {
+    d.dtype = "damaged";
+    list.push_back(std::move(d));
+    return 0;
+  }
   const hid_t dset = H5Dopen2(group, name, H5P_DEFAULT);
   if (dset < 0) return 0;
   const handle dh(dset, H5Dclose);
@@ -101,18 +119,23 @@ inline herr_t visit(hid_t group, const char* name, const H5L_info_t* info, void*
 }  // namespace list_detail
 
 // Every dataset in the file, in name order (groups walked). Best effort: what HDF5 cannot
-// describe is left out. The caller holds a library_lock.
-inline std::vector<dataset_listing> list_datasets(hid_t file_id) {
-  std::vector<dataset_listing> out;
+// describe is left out. `f` is the same file, read by precheck_layout. The caller holds a
+// library_lock.
+inline std::vector<dataset_listing> list_datasets(hid_t file_id, const posix_file& f) {
+  list_detail::visit_state state{file_id, &f, {}};
   error_silencer quiet;
-  H5Lvisit(file_id, H5_INDEX_NAME, H5_ITER_INC, list_detail::visit, &out);
-  return out;
+  H5Lvisit(file_id, H5_INDEX_NAME, H5_ITER_INC, list_detail::visit, &state);
+  return std::move(state.list);
 }
 
 // "x (20000 x 64 float32), y (20000 int64)": for error messages; "none" when empty.
 inline std::string datasets_text(const std::vector<dataset_listing>& list) {
   std::string s;
   for (std::size_t i = 0; i < list.size() && i < 12; ++i) {
+    if (list[i].dtype == "damaged") {
+      s += (s.empty() ? "" : ", ") + list[i].name + " (damaged layout)";
+      continue;
+    }
     std::string shape;
     for (const auto d : list[i].shape) shape += (shape.empty() ? "" : " x ") + std::to_string(d);
     s += (s.empty() ? "" : ", ") + list[i].name + " (" + (shape.empty() ? "scalar" : shape) + " " +

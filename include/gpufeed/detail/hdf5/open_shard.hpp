@@ -56,7 +56,7 @@ inline handle open_dataset(hid_t file_id, const posix_file& f, const std::string
     ctx.api = "H5Dopen2";
     ctx.status = id;
     ctx.status_text = take_error_stack();  // before listing, which resets HDF5's error stack
-    const std::string has = datasets_text(list_datasets(file_id));
+    const std::string has = datasets_text(list_datasets(file_id, f));
     throw format_error(message + "; the file has: " + has +
                            ". Choose one with hdf5_options::dataset (gpufeed: --dataset NAME)",
                        std::move(ctx));
