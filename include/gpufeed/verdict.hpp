@@ -4,8 +4,9 @@
 //   std::puts(v.report().c_str());
 //
 // The reasoning, from the consumer backwards:
-//   consumer  the consumer rarely waited for data (stall < 10 %): the GPU step is the bottleneck,
-//             which is the good case — the loader keeps up.
+//   consumer  the consumer rarely waited for data (stall < 10 %) and the workers had slack: the
+//             GPU step is the bottleneck, which is the good case — the loader keeps up. With
+//             saturated workers the loader only just keeps up: their stage is named instead.
 //   h2d       the consumer waited, and the copy engine was busy most of the time (copy time per
 //             stream close to the elapsed time) while workers had slack — or copies ran >= 90 %
 //             of the time, when the link is the ceiling whatever the workers do.
@@ -19,6 +20,8 @@
 //             data (amplification), the cure is the locality-aware order or a repack instead.
 //   read      as decode, but the source's decode_stats say no chunk was decompressed (uncompressed
 //             data): the workers' CPU time is copying records, so decode advice does not apply.
+//             When small records move at under 1 GB/s per worker, each record's fixed cost
+//             (the call, bookkeeping, a small copy) is named with its time per record.
 //   pipeline  the consumer waited but no stage is saturated: prefetch depth or batch structure
 //             limits overlap (e.g. too few records per batch for the workers).
 // Workers count as saturated when busy >= 85 % of the time, or >= 60 % while the planner was
@@ -40,6 +43,7 @@
 #include <string>
 #include <vector>
 
+#include "gpufeed/detail/verdict/explain.hpp"
 #include "gpufeed/stats.hpp"
 
 namespace gpufeed {
@@ -72,59 +76,6 @@ struct verdict {
     return s;
   }
 };
-
-namespace detail {
-inline std::string fmt(const char* f, double a) {
-  char buf[160];
-  std::snprintf(buf, sizeof buf, f, a);
-  return buf;
-}
-inline std::string fmt(const char* f, double a, double b) {
-  char buf[160];
-  std::snprintf(buf, sizeof buf, f, a, b);
-  return buf;
-}
-}  // namespace detail
-
-namespace detail {
-// "1 worker", "14 workers".
-inline std::string count_of(double n, const char* what) {
-  return fmt("%.0f ", n) + what + (n == 1 ? "" : "s");
-}
-
-// Decode amplification worth naming: each delivered byte inflated at least this many.
-inline constexpr double amplification_worth_naming = 2.0;
-
-// The decode-stage sentence and advice when the source reports decode_stats.
-inline void explain_decode(const loader_stats& s, verdict& v) {
-  const decode_stats& d = *s.decode;
-  const double amp = d.amplification();
-  if (amp < amplification_worth_naming) return;
-  const double rec_rows = amp;  // decoded bytes per delivered byte = rows per record's row
-  v.summary += fmt(" Decode amplification: each record inflated %.0f rows of chunk data "
-                   "(%.3f GB decoded", rec_rows, static_cast<double>(d.decoded_bytes) / 1e9) +
-               fmt(" for %.3f GB delivered).", static_cast<double>(d.delivered_bytes) / 1e9);
-  std::string fix;
-  if (s.order == "shuffled")
-    fix = "use sample_order::block_shuffled: records of a window of decode units are shuffled "
-          "together and each chunk is decoded once per epoch";
-  else if (d.uncached_decodes > 0 || d.cache_peak_bytes >= d.cache_budget_bytes)
-    fix = fmt("raise hdf5_options::decode_cache_bytes (budget %.0f MiB, ",
-              static_cast<double>(d.cache_budget_bytes) / 1048576.0) +
-          fmt("%.0f decodes found no room): chunks are decoded again when the window does not fit",
-              static_cast<double>(d.uncached_decodes));
-  if (!fix.empty()) fix += ", or ";
-  // The chunk size that holds a few records: a repack that keeps the chunks the data already
-  // has (pack's default 1 MiB) would change nothing.
-  const double record_bytes =
-      s.records ? static_cast<double>(s.bytes) / static_cast<double>(s.records) : 0.0;
-  const double chunk_kib = std::max(4.0, 4 * record_bytes / 1024);
-  fix += "repack into chunks of a few records: `gpufeed pack --from FILE.h5 --dataset NAME "
-         "--compress lz4" + fmt(" --chunk-size %.0fKiB`", chunk_kib) +
-         fmt(" (these chunks hold ~%.0f records each)", rec_rows);
-  v.suggestion = fix;
-}
-}  // namespace detail
 
 // cores: CPU cores available to the process (0 = unknown), used to tell whether adding workers
 // can help.
@@ -200,7 +151,15 @@ inline verdict diagnose(const loader_stats& s, unsigned cores = 0) {
             static_cast<double>(s.decode->cache_peak_bytes) / 1048576.0) +
         fmt(" of a %.0f MiB budget", static_cast<double>(s.decode->cache_budget_bytes) / 1048576.0));
 
-  if (stall < 0.10) {
+  const double per_record = detail::worker_seconds_per_record(s);
+  if (per_record > 0)
+    v.evidence.push_back(fmt("worker time per record: %.2f us (%.0f records/s per worker)",
+                             per_record * 1e6, 1.0 / per_record));
+  const bool saturated = busy >= 0.85 || (busy >= 0.6 && planner_blocked >= 0.5);
+
+  // Saturated workers with a consumer that rarely waited only just keep up: a faster step would
+  // wait for them, so the verdict names the workers' stage (below), not the consumer.
+  if (stall < 0.10 && !saturated) {
     v.stage = bottleneck::consumer;
     v.summary = "The consumer (your GPU step) bounds throughput: data was ready when it asked. "
                 "This is the good case.";
@@ -230,8 +189,31 @@ inline verdict diagnose(const loader_stats& s, unsigned cores = 0) {
                    "batches (copies under 1 MiB are slow), check the PCIe link with gpufeed doctor";
     return v;
   }
-  const bool saturated = busy >= 0.85 || (busy >= 0.6 && planner_blocked >= 0.5);
   if (saturated) {
+    // Advice for CPU-bound workers: cores first (a short machine, or free cores for more
+    // workers), else `otherwise`.
+    const char* copying_advice =
+        "every core is already busy copying records (nothing was decompressed): deliver fewer "
+        "bytes (uint8 rather than float, smaller records) or use a machine with more free cores";
+    const auto core_advice = [&](const std::string& otherwise) -> std::string {
+      if (runq_share > 0.25)
+        return workers > 1 ? "the machine has fewer free cores than runnable threads: use fewer "
+                             "workers or free cores (other processes compete for them)"
+                           : "the worker waits for a core: free cores (other processes compete "
+                             "for them) before adding workers";
+      if (cores && static_cast<double>(cores) > workers)
+        return "raise workers: " + detail::count_of(workers, "worker") + " run on " +
+               detail::count_of(static_cast<double>(cores), "core");
+      return otherwise;
+    };
+    // A fixed cost per small record that bounds the workers: named, with what amortises it
+    // first (more workers only multiply the cost).
+    const auto explain_per_record = [&] {
+      const detail::explanation e = detail::explain_per_record(s);
+      if (e.sentence.empty()) return;
+      v.summary += e.sentence;
+      v.suggestion = e.suggestion + "; " + v.suggestion;
+    };
     // Reads from the page cache are memcpy: nearly all CPU. Reads that wait on a device are
     // mostly I/O wait. Time spent waiting for a core counts as neither.
     if (io_share > 0.5) {
@@ -264,19 +246,8 @@ inline verdict diagnose(const loader_stats& s, unsigned cores = 0) {
                                     "%% of the time, %.0f %% of it on a CPU.",
                       100 * busy, 100 * cpu_share);
       v.summary += " No chunk was decompressed: the CPU time is copying records (page cache).";
-      if (runq_share > 0.25)
-        v.suggestion = workers > 1
-                           ? "the machine has fewer free cores than runnable threads: use fewer "
-                             "workers or free cores (other processes compete for them)"
-                           : "the worker waits for a core: free cores (other processes compete "
-                             "for them) before adding workers";
-      else if (cores && static_cast<double>(cores) > workers)
-        v.suggestion = "raise workers: " + detail::count_of(workers, "worker") + " run on " +
-                       detail::count_of(static_cast<double>(cores), "core");
-      else
-        v.suggestion = "every core is already busy copying records (nothing was decompressed): "
-                       "deliver fewer bytes (uint8 rather than float, smaller records) or use a "
-                       "machine with more free cores";
+      v.suggestion = core_advice(copying_advice);
+      explain_per_record();
     } else {
       v.stage = bottleneck::decode;
       v.summary = fmt(workers > 1 ? "CPU work in the workers bounds throughput (decompression, "
@@ -286,24 +257,23 @@ inline verdict diagnose(const loader_stats& s, unsigned cores = 0) {
                                     "parsing): the worker is busy %.0f %% of the time, %.0f %% "
                                     "of it on a CPU.",
                       100 * busy, 100 * cpu_share);
-      if (runq_share > 0.25)
-        v.suggestion = workers > 1
-                           ? "the machine has fewer free cores than runnable threads: use fewer "
-                             "workers or free cores (other processes compete for them)"
-                           : "the worker waits for a core: free cores (other processes compete "
-                             "for them) before adding workers";
-      else if (cores && static_cast<double>(cores) > workers)
-        v.suggestion = "raise workers: " + detail::count_of(workers, "worker") + " run on " +
-                       detail::count_of(static_cast<double>(cores), "core");
-      else if (s.decode)  // chunks were decoded (none: the read stage above)
-        v.suggestion = "every core is already reading: store shards uncompressed or with a "
-                       "cheaper filter, or move decoding to the GPU";
-      else  // no decode_stats (LMDB, in-memory sources): no chunk codec to advise against
-        v.suggestion = "every core is already busy copying records (nothing was decompressed): "
-                       "deliver fewer bytes (uint8 rather than float, smaller records) or use a "
-                       "machine with more free cores";
-      if (s.decode) detail::explain_decode(s, v);
+      // Chunks were decoded (none: the read stage above); without decode_stats (LMDB,
+      // in-memory sources) there is no chunk codec to advise against.
+      v.suggestion = core_advice(s.decode ? "every core is already reading: store shards "
+                                            "uncompressed or with a cheaper filter, or move "
+                                            "decoding to the GPU"
+                                          : copying_advice);
+      if (s.decode) {
+        const detail::explanation e = detail::explain_decode(s);
+        v.summary += e.sentence;
+        if (!e.suggestion.empty()) v.suggestion = e.suggestion;
+      } else {
+        explain_per_record();
+      }
     }
+    if (stall < 0.10)
+      v.summary += fmt(" The consumer waited only %.0f %% of its time: the workers only just "
+                       "keep up, and a faster GPU step would wait for them.", 100 * stall);
     return v;
   }
   v.stage = bottleneck::pipeline;

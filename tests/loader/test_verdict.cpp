@@ -246,3 +246,43 @@ TEST_CASE("repack advice names a chunk size of a few records, not the pack defau
   CHECK(has(v.suggestion, "--chunk-size 64KiB"));  // 4 records of 16 KiB
   CHECK(has(v.suggestion, "~64 records each"));
 }
+
+TEST_CASE("saturated workers on small records: the per-record cost, never the consumer") {
+  // 256-byte records, workers busy 99 % on a CPU, the consumer waited 5 %: once reported as
+  // "the consumer bounds throughput ... nothing to fix in loading".
+  loader_stats s = recorded(14, 0.99, 1.0, 0.9);
+  s.records = 52'000'000;
+  s.bytes = s.records * 256;
+  s.consumer_wait_seconds = 0.5;
+  s.order = "shuffled";
+  s.decode = decode_stats{};  // an HDF5 source that decoded nothing: uncompressed records
+  const verdict v = diagnose(s, 16);
+  MESSAGE(v.report());
+  CHECK(v.stage == bottleneck::read);
+  CHECK(has(v.summary, "Each record costs a worker 2.67 us for 256 bytes"));
+  CHECK(has(v.summary, "only just keep up"));
+  CHECK(has(v.suggestion, "pack small records together"));
+  CHECK(has(v.suggestion, "block_shuffled"));  // the recorded order is shuffled
+  CHECK(has(v.report(), "worker time per record: 2.67 us (375180 records/s per worker)"));
+  CHECK(!has(v.suggestion, "nothing to fix"));
+
+  // The same without decode_stats (LMDB): the decode stage's words, the same per-record advice.
+  s.decode.reset();
+  const verdict l = diagnose(s, 14);
+  CHECK(l.stage == bottleneck::decode);
+  CHECK(has(l.summary, "Each record costs a worker"));
+  CHECK(has(l.suggestion, "pack small records together"));
+
+  // 16 KiB records moving 2.2 GB/s per worker: bytes, not a per-record cost, bound the rate.
+  loader_stats big = recorded(4, 0.95, 1.0, 0.9);
+  big.records = 5'120'000;
+  big.bytes = big.records * 16384;
+  big.decode = decode_stats{};
+  const verdict b = diagnose(big, 4);
+  CHECK(b.stage == bottleneck::read);
+  CHECK(!has(b.summary, "Each record costs"));
+
+  // Saturated workers with the consumer waiting 5 % and large records: still their stage.
+  big.consumer_wait_seconds = 0.5;
+  CHECK(diagnose(big, 4).stage != bottleneck::consumer);
+}
