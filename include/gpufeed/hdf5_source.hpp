@@ -89,6 +89,7 @@
 #include <vector>
 
 #include "gpufeed/decode_stats.hpp"
+#include "gpufeed/detail/hdf5/adjacent_read.hpp"
 #include "gpufeed/detail/hdf5/cache_budget.hpp"
 #include "gpufeed/detail/hdf5/open_shard.hpp"
 #include "gpufeed/detail/hdf5/read_ahead.hpp"
@@ -335,6 +336,22 @@ class hdf5_source::reader {
   // complete.
   bool try_read(std::uint64_t i, std::span<std::byte> dst) { return read_at(i, dst, false); }
 
+  // Reads records first, first + 1, ... into dst[0], dst[1], ... (each exactly its record's
+  // size) with one system call when they are adjacent in their file (a contiguous dataset) and
+  // returns how many it read: all of them, or those up to the end of first's shard; 0 when
+  // first's shard is chunked (read those one by one). Errors as read(), naming `first`.
+  std::size_t read_run(std::uint64_t first, std::span<const std::span<std::byte>> dst) {
+    const std::size_t k = state_->locate(first);
+    const auto& s = state_->shard(k);
+    if (!detail::hdf5::reads_adjacent(s)) return 0;
+    const std::uint64_t local = first - state_->first[k];
+    const std::uint64_t left = s.records - local;
+    const std::size_t n = left < dst.size() ? static_cast<std::size_t>(left) : dst.size();
+    const auto pin = state_->pin(k);
+    detail::hdf5::read_adjacent(s, local, first, dst.first(n), iov_);
+    return n;
+  }
+
   // Completes the oldest record try_read() left unfinished (pass the same i and dst), waiting
   // for its chunks; records are finished in the order they were left. Errors as read().
   void finish_deferred(std::uint64_t i, std::span<std::byte> dst) {
@@ -390,6 +407,7 @@ class hdf5_source::reader {
 
   const detail::hdf5::source_state* state_;
   detail::hdf5::record_reader impl_;
+  std::vector<iovec> iov_;  // read_run's scratch
 };
 
 inline void hdf5_source::read(std::uint64_t i, std::span<std::byte> dst) const {

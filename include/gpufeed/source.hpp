@@ -183,6 +183,16 @@ concept deferring_reader = requires(R& r, std::uint64_t i, std::span<std::byte> 
   r.finish_deferred(i, dst);
 };
 
+// A per-thread reader that reads a run of adjacent records with one call:
+// r.read_run(first, dst) reads records first, first + 1, ... into dst[0], dst[1], ... (each span
+// exactly its record's size) and returns how many it read, a prefix of the run (0: none, read
+// them one by one). An error may leave some of dst written; the loader then reads the run's
+// records one by one, so each failure names its own record.
+template <class R>
+concept run_reader = requires(R& r, std::uint64_t i, std::span<const std::span<std::byte>> dst) {
+  { r.read_run(i, dst) } -> std::convertible_to<std::size_t>;
+};
+
 // Calls r.idle() when the reader defines it.
 template <class R>
 void reader_idle(R& r) noexcept {

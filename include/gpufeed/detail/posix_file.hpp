@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,6 +14,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -162,6 +164,42 @@ class posix_file {
       p += got;
       n -= static_cast<std::size_t>(got);
       offset += static_cast<std::uint64_t>(got);
+    }
+  }
+
+  // Reads the file's bytes from `offset` on into the buffers `parts`, in order, as one range
+  // (preadv, at most 1024 buffers a call; short reads and EINTR retried; `parts` is consumed).
+  // Errors as read_exact, naming `record` (the run's first record).
+  void read_exact_v(std::span<iovec> parts, std::uint64_t offset,
+                    std::optional<std::uint64_t> record = std::nullopt) const {
+    constexpr std::size_t most = 1024;  // IOV_MAX on Linux
+    while (!parts.empty() && parts.front().iov_len == 0) parts = parts.subspan(1);
+    while (!parts.empty()) {
+      const int n = static_cast<int>(parts.size() < most ? parts.size() : most);
+      const ssize_t got = ::preadv(fd_, parts.data(), n, static_cast<off_t>(offset));
+      if (got < 0) {
+        if (errno == EINTR) continue;
+        throw_errno("read failed", "preadv", errno, record);
+      }
+      if (got == 0) {
+        error_context ctx;
+        ctx.file = path_;
+        ctx.record = record;
+        ctx.api = "preadv";
+        throw io_error("unexpected end of file at byte " + std::to_string(offset) +
+                           " (the file was truncated after it was opened?)",
+                       std::move(ctx));
+      }
+      offset += static_cast<std::uint64_t>(got);
+      auto left = static_cast<std::size_t>(got);
+      while (!parts.empty() && left >= parts.front().iov_len) {
+        left -= parts.front().iov_len;
+        parts = parts.subspan(1);
+      }
+      if (left) {  // a part read in part: the rest of it next
+        parts.front().iov_base = static_cast<char*>(parts.front().iov_base) + left;
+        parts.front().iov_len -= left;
+      }
     }
   }
 

@@ -23,7 +23,8 @@ namespace gpufeed::detail {
 // this worker's own offset (worker w of `workers`): workers whose tasks overlap in units do not
 // reach them in the same order and queue behind each other's decodes. A record whose chunk
 // another worker is decoding is left for the end of the task (deferring_reader, kept in `late`):
-// the worker reads the task's other records meanwhile.
+// the worker reads the task's other records meanwhile. Records that follow each other in
+// reading order go to a run_reader as one run (a failed run is read again record by record).
 template <class Reader>
 std::uint64_t read_records(Reader& reader, staging_slot& slot, const slot_layout& l,
                            std::size_t begin, std::size_t end, const std::size_t* order,
@@ -34,6 +35,9 @@ std::uint64_t read_records(Reader& reader, staging_slot& slot, const slot_layout
   const std::uint64_t* off = slot_layout::offsets(base, l);
   std::byte* data = slot_layout::data(base, l);
   std::uint64_t bytes = 0;
+  // Runs of adjacent records (run_reader): their places, at most max_run per call.
+  constexpr std::size_t max_run = 1024;
+  std::vector<std::span<std::byte>> run;
   late.clear();
   auto failed = [&](std::size_t k, std::exception_ptr e) {
     ++failures;
@@ -56,13 +60,42 @@ std::uint64_t read_records(Reader& reader, staging_slot& slot, const slot_layout
       failed(k, std::current_exception());
     }
   };
-  if (!order) {
-    for (std::size_t k = begin; k < end; ++k) read_one(k);
-  } else {
-    const std::size_t* first = order + begin;
-    const std::size_t n = end - begin;
-    const std::size_t from = w % workers * n / workers;
-    for (std::size_t j = 0; j < n; ++j) read_one(first[(from + j) % n]);
+  // The task's positions in reading order: k = at(j), j in [0, n).
+  const std::size_t n = end - begin;
+  const std::size_t from = order ? w % workers * n / workers : 0;
+  const auto at = [&](std::size_t j) {
+    return order ? order[begin + (from + j) % n] : begin + j;
+  };
+  for (std::size_t j = 0; j < n;) {
+    if constexpr (run_reader<Reader>) {
+      // Positions whose records follow each other (sequential order; block_shuffled's sorted
+      // tasks): one read_run call for the run, into their places in the slot.
+      std::size_t m = 1;
+      while (j + m < n && m < max_run && idx[at(j + m)] == idx[at(j)] + m) ++m;
+      if (m >= 2) {
+        run.clear();
+        for (std::size_t r = 0; r < m; ++r) {
+          const std::size_t k = at(j + r);
+          run.emplace_back(data + off[k], off[k + 1] - off[k]);
+        }
+        std::size_t got = 0;
+        try {
+          got = reader.read_run(idx[at(j)], std::span<const std::span<std::byte>>(run));
+        } catch (...) {
+          got = 0;  // read one by one below: each failure names its own record
+        }
+        for (std::size_t r = 0; r < got; ++r) bytes += run[r].size();
+        if (got > 0) {
+          j += got;
+          continue;
+        }
+        for (std::size_t r = 0; r < m; ++r) read_one(at(j + r));
+        j += m;
+        continue;
+      }
+    }
+    read_one(at(j));
+    ++j;
   }
   if constexpr (deferring_reader<Reader>) {
     for (const std::size_t k : late) {
