@@ -32,7 +32,8 @@ inline bytes shuffle_bytes(const bytes& in, std::size_t e) {
 
 // The fletcher32 filter's output: the bytes, then their checksum little-endian.
 inline bytes with_fletcher32(bytes in) {
-  const std::uint32_t sum = h5::fletcher32(reinterpret_cast<const std::byte*>(in.data()), in.size());
+  const std::uint32_t sum =
+      h5::fletcher32(reinterpret_cast<const std::byte*>(in.data()), in.size());
   for (int k = 0; k < 4; ++k) in.push_back(static_cast<std::uint8_t>(sum >> (8 * k)));
   return in;
 }

@@ -79,7 +79,8 @@ TEST_CASE("gzip + shuffle (+ fletcher32 either side) chunks decode on the warp a
   for (const layout l : all_layouts)
     for (const std::size_t e : {1u, 2u, 4u, 8u})
       // whole elements, a size that is not a multiple of the element size, tiny chunks
-      for (const std::size_t n : {4096 * e, 1000 * e + e / 2 + 1, e + 1, std::size_t{1}, std::size_t{70001}})
+      for (const std::size_t n :
+           {4096 * e, 1000 * e + e / 2 + 1, e + 1, std::size_t{1}, std::size_t{70001}})
         for (const int level : {0, 1, 6}) {
           const bytes data = make_bytes(all_patterns[rng() % 5], n, rng);
           const filtered_chunk c = make_chunk(data, l, e, level);
@@ -155,14 +156,16 @@ TEST_CASE("pipelines without a GPU decoder are refused, and no unit is left behi
       {step(k::fletcher32), step(k::fletcher32), step(k::deflate)},
   };
   for (const auto& pipeline : refused) {
-    const h5::gpu_chunk_plan p = h5::plan_gpu_chunk(pipeline, 0, as_bytes(stored), 64, 0, 0, 0, units);
+    const h5::gpu_chunk_plan p =
+        h5::plan_gpu_chunk(pipeline, 0, as_bytes(stored), 64, 0, 0, 0, units);
     CHECK_FALSE(p.status.ok);
     CHECK(p.status.message.find("has no GPU decoder") != std::string::npos);
     CHECK(units.empty());
   }
   h5::filter_step bs = step(k::bitshuffle, 4);
   bs.compression = codec::bitshuffle_zstd;
-  CHECK_FALSE(h5::plan_gpu_chunk(std::vector{bs}, 0, as_bytes(stored), 64, 0, 0, 0, units).status.ok);
+  CHECK_FALSE(
+      h5::plan_gpu_chunk(std::vector{bs}, 0, as_bytes(stored), 64, 0, 0, 0, units).status.ok);
   const std::vector<h5::filter_step> many(33, step(k::shuffle, 4));
   CHECK_FALSE(h5::plan_gpu_chunk(many, 0, as_bytes(stored), 64, 0, 0, 0, units).status.ok);
   // Declared sizes past what a unit holds, and offsets that would wrap, are refused up front.
@@ -215,7 +218,8 @@ TEST_CASE("corrupt, truncated and mis-sized chunks fail as the CPU path fails, i
         if (l != layout::fletcher_shuffle_deflate && l != layout::fletcher_deflate) break;
         bytes inner = with_fletcher32(data);
         inner[n + rng() % 4] ^= 1;
-        c.stored = zlib_compress(l == layout::fletcher_deflate ? inner : shuffle_bytes(inner, e), 6);
+        c.stored =
+            zlib_compress(l == layout::fletcher_deflate ? inner : shuffle_bytes(inner, e), 6);
         break;
       }
       default:
@@ -279,7 +283,8 @@ TEST_CASE("random and corrupted units of the new kinds stay inside their own byt
     const auto out = std::make_unique<std::uint8_t[]>(u.dst_size);
     const auto stage = std::make_unique<std::uint8_t[]>(codec::gpu_unit_stage_bytes(u));
     const auto tables = std::make_unique<std::uint8_t[]>(cd::unit_scratch_bytes(u) + 1);
-    const cd::unit_status s = cd::decode_unit(in.get(), out.get(), stage.get(), u, tables.get(), warp);
+    const cd::unit_status s =
+        cd::decode_unit(in.get(), out.get(), stage.get(), u, tables.get(), warp);
     if (s != cd::unit_status::ok) ++refused;
     if (s == cd::unit_status::ok && u.kind == codec::gpu_unit_kind::unshuffle) {
       bytes cpu(u.dst_size);

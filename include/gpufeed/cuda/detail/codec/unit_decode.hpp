@@ -71,8 +71,8 @@ GPUFEED_HOST_DEVICE unit_status decode_staged_unit(const std::uint8_t* in, std::
   std::uint32_t stored = 0;
   for (std::uint32_t k = 0; k < 4; ++k)
     stored |= std::uint32_t{unshuffled_byte(st, staged, u.element_size, u.dst_size + k)} << (8 * k);
-  return fletcher32_accepts(stored, group.fletcher32(out, u.dst_size)) ? unit_status::ok
-                                                                        : unit_status::bad_fletcher32;
+  const std::uint32_t sum = group.fletcher32(out, u.dst_size);
+  return fletcher32_accepts(stored, sum) ? unit_status::ok : unit_status::bad_fletcher32;
 }
 
 // Decodes unit `u` from the compressed buffer `src` into the decoded buffer `dst`, the staged
@@ -107,11 +107,12 @@ GPUFEED_HOST_DEVICE unit_status decode_unit(const std::uint8_t* src, std::uint8_
     case gpu_unit_kind::deflate_unshuffle:
     case gpu_unit_kind::deflate_fletcher32:
       return decode_staged_unit(in, out, stage, u, scratch, group);
-    case gpu_unit_kind::fletcher32:
+    case gpu_unit_kind::fletcher32: {
       if (u.src_size < 4) return unit_status::bad_fletcher32;  // as fletcher32_matches
-      return fletcher32_accepts(read_le32(in + u.src_size - 4), group.fletcher32(in, u.src_size - 4))
-                 ? unit_status::ok
-                 : unit_status::bad_fletcher32;
+      const std::uint32_t sum = group.fletcher32(in, u.src_size - 4);
+      return fletcher32_accepts(read_le32(in + u.src_size - 4), sum) ? unit_status::ok
+                                                                     : unit_status::bad_fletcher32;
+    }
     case gpu_unit_kind::unshuffle:
       if (u.src_size != u.dst_size) return unit_status::unsupported;
       group.unshuffle(in, out, u.dst_size, u.element_size, u.dst_size);

@@ -51,7 +51,8 @@ inline gpufeed::detail::codec::result unit_failure(const gpufeed::detail::codec:
 // chunk's first unit, so its mismatch is reported as the CPU path, which checks it first,
 // reports it.
 inline gpufeed::detail::codec::result chunk_failure(
-    std::span<const gpufeed::detail::codec::gpu_unit> units, std::span<const std::uint32_t> status) {
+    std::span<const gpufeed::detail::codec::gpu_unit> units,
+    std::span<const std::uint32_t> status) {
   for (std::size_t i = 0; i < units.size() && i < status.size(); ++i)
     if (status[i] != 0) return unit_failure(units[i], static_cast<unit_status>(status[i]));
   return {};
