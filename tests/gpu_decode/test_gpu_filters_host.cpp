@@ -192,6 +192,26 @@ TEST_CASE("pipelines without a GPU decoder are refused, and no unit is left behi
   CHECK(units.size() == 3);
 }
 
+TEST_CASE("a unit's status in the CPU path's words, and a chunk's first failing unit") {
+  codec::gpu_unit check, inflate;
+  check.kind = codec::gpu_unit_kind::fletcher32;
+  inflate.kind = codec::gpu_unit_kind::deflate_fletcher32;
+  inflate.dst_size = 100;
+  codec::result r = cd::unit_failure(check, cd::unit_status::bad_fletcher32);
+  CHECK(r.message == "fletcher32 checksum mismatch");
+  CHECK(std::string(r.api) == "fletcher32");
+  CHECK_FALSE(r.library_failed);
+  r = cd::unit_failure(inflate, static_cast<cd::unit_status>(cd::inflate_status::short_output));
+  CHECK(r.message == "the stream holds fewer than the expected 104 bytes");  // data + trailer
+  CHECK(std::string(r.api) == "libdeflate_zlib_decompress");
+  CHECK(cd::unit_failure(inflate, cd::unit_status::unsupported).library_failed);  // not the data
+  const std::vector<codec::gpu_unit> units = {check, inflate};
+  const std::vector<std::uint32_t> both_bad = {7, 17}, second_bad = {0, 17}, fine = {0, 0};
+  CHECK(cd::chunk_failure(units, both_bad).api == std::string("fletcher32"));
+  CHECK(cd::chunk_failure(units, second_bad).message.find("Adler-32") != std::string::npos);
+  CHECK(cd::chunk_failure(units, fine).ok);
+}
+
 TEST_CASE("corrupt, truncated and mis-sized chunks fail as the CPU path fails, in its words") {
   std::mt19937_64 rng(36);
   int refused = 0, fletcher = 0, accepted = 0;

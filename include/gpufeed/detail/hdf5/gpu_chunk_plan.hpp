@@ -12,7 +12,9 @@
 // A trailing fletcher32 is one `fletcher32` unit over the stored bytes, listed first among the
 // chunk's units, which a warp checks beside the others; a leading one is checked after the data is
 // inflated and unshuffled (deflate_fletcher32). Shuffle before deflate inflates into the device
-// stage buffer and unshuffles from it into the destination, in the same warp.
+// stage buffer and unshuffles from it into the destination, in the same warp. The chunk's outcome
+// is chunk_failure's over its units' statuses (cuda/detail/codec/unit_failure.hpp); a chunk that
+// fails may have written meaningless bytes, within its own destination range only.
 #pragma once
 
 #include <cstddef>
