@@ -17,6 +17,7 @@
 // fails may have written meaningless bytes, within its own destination range only.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -66,8 +67,7 @@ inline std::uint32_t shuffle_element(std::size_t e, std::uint64_t n) noexcept {
   return static_cast<std::uint32_t>(e);  // e <= n / 2 < 2^32
 }
 
-inline codec::result refuse(const std::vector<const filter_step*>& active,
-                            const std::string& why) {
+inline codec::result refuse(std::span<const filter_step* const> active, const std::string& why) {
   std::string list;
   for (const filter_step* f : active)
     list += (list.empty() ? "" : ", ") + std::string(gpu_filter_name(*f));
@@ -97,16 +97,19 @@ inline gpu_chunk_plan plan_gpu_chunk(std::span<const filter_step> pipeline,
     plan.status = codec::failed("gpu chunk plan", "more than 32 filters");
     return plan;
   }
-  std::vector<const filter_step*> active;
+  std::array<const filter_step*, 32> active_steps{};  // no allocation per chunk
+  std::size_t n = 0;
   for (std::size_t k = 0; k < pipeline.size(); ++k)
-    if (!(filter_mask & (1u << k))) active.push_back(&pipeline[k]);
+    if (!(filter_mask & (1u << k))) active_steps[n++] = &pipeline[k];
+  std::span<const filter_step* const> active(active_steps.data(), n);
   // Room for a leading fletcher32's trailer in the 32-bit sizes of a unit.
   if (chunk_bytes == 0 || chunk_bytes > 0xffffffffu - 4 || stored.size() > 0xffffffffu ||
       src_base > top - stored.size() || dst_base > top - chunk_bytes ||
       stage_base > top - (chunk_bytes + 4)) {
     plan.status = gd::refuse(active, "has no GPU decoder for a chunk of " +
-                                         std::to_string(chunk_bytes) + " bytes stored in " +
-                                         std::to_string(stored.size()) + " at these offsets");
+                                         std::to_string(chunk_bytes) + " bytes (" +
+                                         std::to_string(stored.size()) +
+                                         " stored) at these buffer offsets");
     return plan;
   }
   auto fail = [&](codec::result r) {
@@ -134,11 +137,10 @@ inline gpu_chunk_plan plan_gpu_chunk(std::span<const filter_step> pipeline,
     if (stored.size() < 4)  // fletcher32_matches refuses it, and the CPU path says so
       return fail(codec::failed("fletcher32", "fletcher32 checksum mismatch"));
     push(gpu_unit_kind::fletcher32, stored.size(), 0, 0);
-    active.pop_back();
+    active = active.first(--n);
     payload = stored.first(stored.size() - 4);
   }
   auto is = [&](std::size_t i, filter_kind k) { return active[i]->kind == k; };
-  const std::size_t n = active.size();
   const std::uint64_t c = payload.size();
   codec::result r;
   if (n == 0 || (n == 1 && is(0, filter_kind::shuffle))) {
