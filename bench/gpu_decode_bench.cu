@@ -7,8 +7,9 @@
 // alone compresses; smooth: amplitude 100, which needs Bitshuffle first), in 1 MiB chunks,
 // written as the HDF5 plugins write them: LZ4 (32004) in 64 KiB, 16 KiB and 1 MiB blocks,
 // Bitshuffle + LZ4 (32008, default 8 KiB blocks), deflate (1: one zlib stream a chunk, levels 4
-// and 1; no byte shuffle yet). The kernel's time is the median of --reps runs timed with
-// CUDA events; every case's output is compared with the input once.
+// and 1), and h5py's gzip + shuffle (shuffle of 4-byte elements then deflate level 4, through the
+// device stage buffer). The kernel's time is the median of --reps runs timed with CUDA events;
+// every case's output is compared with the input once.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "../tests/gpu_decode/codec_data.hpp"
+#include "../tests/gpu_decode/filter_data.hpp"
 #include "gpufeed/cuda/check.hpp"
 #include "gpufeed/cuda/detail/codec/unit_kernels.cuh"
 #include "gpufeed/cuda/device_buffer.hpp"
@@ -42,6 +44,7 @@ struct chunked {
   std::vector<codec::gpu_unit> units;
   std::uint32_t scratch = 0;
   std::size_t chunk_bytes = 0;
+  std::uint64_t stage_bytes = 0;  // shuffled deflate: the stage buffer its units use
 };
 
 constexpr std::size_t data_chunk = 1 << 20;  // the data is made in pieces of this size
@@ -53,15 +56,29 @@ chunked make_case(const std::string& name, const bytes& data, int kind, std::siz
   c.chunk_bytes = chunk_bytes;
   for (std::size_t at = 0; at < data.size(); at += chunk_bytes) {
     const std::span<const std::uint8_t> part(data.data() + at, chunk_bytes);
-    const bytes chunk = kind == 0   ? gpufeed_test::lz4_filter_chunk(part, block)
-                        : kind == 1 ? gpufeed_test::bitshuffle_chunk(part, 4, block, 2)
-                                    : gpufeed_test::zlib_compress(part, static_cast<int>(block));
+    const bytes chunk =
+        kind == 0   ? gpufeed_test::lz4_filter_chunk(part, block)
+        : kind == 1 ? gpufeed_test::bitshuffle_chunk(part, 4, block, 2)
+        : kind == 2 ? gpufeed_test::zlib_compress(part, static_cast<int>(block))
+                    : gpufeed_test::zlib_compress(
+                          gpufeed_test::shuffle_bytes(bytes(part.begin(), part.end()), 4),
+                          static_cast<int>(block));
     const auto in = gpufeed_test::as_bytes(chunk);
-    const codec::result r =
-        kind == 0   ? codec::plan_lz4_chunk(in, c.src.size(), at, chunk_bytes, c.units)
-        : kind == 1 ? codec::plan_bitshuffle_chunk(in, c.src.size(), at, chunk_bytes, 4, block, 2,
-                                                   c.units)
-                    : codec::plan_deflate_chunk(in, c.src.size(), at, chunk_bytes, c.units);
+    codec::result r;
+    if (kind == 3) {
+      const std::vector<gpufeed::detail::hdf5::filter_step> pipeline = {
+          gpufeed_test::step(gpufeed::detail::hdf5::filter_kind::shuffle, 4),
+          gpufeed_test::step(gpufeed::detail::hdf5::filter_kind::deflate)};
+      const auto plan = gpufeed::detail::hdf5::plan_gpu_chunk(
+          pipeline, 0, in, chunk_bytes, c.src.size(), at, c.stage_bytes, c.units);
+      r = plan.status;
+      c.stage_bytes += plan.stage_bytes;
+    } else {
+      r = kind == 0   ? codec::plan_lz4_chunk(in, c.src.size(), at, chunk_bytes, c.units)
+          : kind == 1 ? codec::plan_bitshuffle_chunk(in, c.src.size(), at, chunk_bytes, 4, block,
+                                                     2, c.units)
+                      : codec::plan_deflate_chunk(in, c.src.size(), at, chunk_bytes, c.units);
+    }
     if (!r.ok) {
       std::fprintf(stderr, "planning failed: %s\n", r.message.c_str());
       std::exit(1);
@@ -78,15 +95,22 @@ chunked make_case(const std::string& name, const bytes& data, int kind, std::siz
 void cpu_decode(const chunked& c, int kind, std::size_t first, std::size_t last, bytes& out) {
   codec::bitshuffle_decoder bs;
   codec::deflate_decoder inflater;
+  bytes shuffled(c.chunk_bytes);
   for (std::size_t i = first; i < last; ++i) {
     const std::size_t end = i + 1 < c.chunk_at.size() ? c.chunk_at[i + 1] : c.src.size();
     const std::span<const std::byte> in(reinterpret_cast<const std::byte*>(c.src.data()) + c.chunk_at[i],
                                         end - c.chunk_at[i]);
     const std::span<std::byte> dst(reinterpret_cast<std::byte*>(out.data()) + i * c.chunk_bytes,
                                    c.chunk_bytes);
-    const codec::result r = kind == 0   ? codec::lz4_filter_decode(in, dst)
-                            : kind == 1 ? bs.decode(in, dst, 4, 0, 2)
-                                        : inflater.decode(in, dst);
+    const codec::result r =
+        kind == 0   ? codec::lz4_filter_decode(in, dst)
+        : kind == 1 ? bs.decode(in, dst, 4, 0, 2)
+        : kind == 2 ? inflater.decode(in, dst)
+                    : inflater.decode(in, {reinterpret_cast<std::byte*>(shuffled.data()),
+                                           shuffled.size()});
+    if (r.ok && kind == 3)  // the CPU path's unshuffle after inflating
+      gpufeed::detail::hdf5::unshuffle(reinterpret_cast<const std::byte*>(shuffled.data()),
+                                       dst.data(), dst.size(), 4);
     if (!r.ok) {
       std::fprintf(stderr, "CPU decode failed: %s\n", r.message.c_str());
       std::exit(1);
@@ -134,11 +158,13 @@ int main(int argc, char** argv) {
   const struct { const char* name; int kind; std::size_t block, chunk; } cases[] = {
       {"lz4 64KiB blocks", 0, 65536, 1 << 20}, {"lz4 16KiB blocks", 0, 16384, 1 << 20},
       {"lz4 1MiB blocks", 0, 1 << 20, 1 << 20}, {"bitshuffle-lz4 8KiB", 1, 2048, 1 << 20},
-      {"deflate L4, 128KiB", 2, 4, 128 << 10}, {"deflate L1, 128KiB", 2, 1, 128 << 10}};
+      {"deflate L4, 128KiB", 2, 4, 128 << 10}, {"deflate L1, 128KiB", 2, 1, 128 << 10},
+      {"shuffle+deflate L4", 3, 4, 128 << 10}};
   for (const auto& k : cases) {
     const chunked c = make_case(k.name, data, k.kind, k.block, k.chunk);
     gpufeed::cuda::device_buffer d_src(c.src.size()), d_dst(total),
-        d_units(c.units.size() * sizeof(codec::gpu_unit)), d_status(c.units.size() * 4);
+        d_units(c.units.size() * sizeof(codec::gpu_unit)), d_status(c.units.size() * 4),
+        d_stage(c.stage_bytes + 1);
     GPUFEED_CUDA_TRY(cudaMemcpy(d_src.data(), c.src.data(), c.src.size(), cudaMemcpyHostToDevice));
     GPUFEED_CUDA_TRY(cudaMemcpy(d_units.data(), c.units.data(),
                                 c.units.size() * sizeof(codec::gpu_unit), cudaMemcpyHostToDevice));
@@ -147,7 +173,8 @@ int main(int argc, char** argv) {
       cd::launch_decode_units(d_src.as<std::uint8_t>(), d_dst.as<std::uint8_t>(),
                               d_units.as<codec::gpu_unit>(),
                               static_cast<std::uint32_t>(c.units.size()), c.scratch,
-                              d_status.as<std::uint32_t>(), nullptr);
+                              d_status.as<std::uint32_t>(), nullptr,
+                              c.stage_bytes ? d_stage.as<std::uint8_t>() : nullptr);
     };
     launch();
     GPUFEED_CUDA_TRY(cudaDeviceSynchronize());

@@ -143,15 +143,17 @@ inline std::span<const std::byte> as_bytes(const bytes& b) {
   return {reinterpret_cast<const std::byte*>(b.data()), b.size()};
 }
 
-// Decodes every unit on the host's emulated warp; the statuses, one per unit.
+// Decodes every unit on the host's emulated warp (the staged kinds through `stage`); the
+// statuses, one per unit.
 inline std::vector<gpufeed::cuda::detail::unit_status> host_decode_units(
-    const bytes& src, bytes& dst, const std::vector<gpufeed::detail::codec::gpu_unit>& units) {
+    const bytes& src, bytes& dst, const std::vector<gpufeed::detail::codec::gpu_unit>& units,
+    std::uint8_t* stage = nullptr) {
   gpufeed::cuda::detail::emulated_unit_warp warp;
   std::vector<gpufeed::cuda::detail::unit_status> status;
   for (const auto& u : units) {
     // Exactly what the unit may use: a write past it is a sanitizer report.
     bytes scratch(std::max<std::uint32_t>(gpufeed::cuda::detail::unit_scratch_bytes(u), 1));
-    status.push_back(gpufeed::cuda::detail::decode_unit(src.data(), dst.data(), u,
+    status.push_back(gpufeed::cuda::detail::decode_unit(src.data(), dst.data(), stage, u,
                                                         scratch.data(), warp));
   }
   return status;

@@ -1,7 +1,8 @@
-// The GPU chunk decoders on a GPU: a batch of LZ4- and Bitshuffle-filter chunks decoded by the
-// kernel equals the CPU filter decoders byte for byte; corrupted and random units give exactly
-// the statuses the host's emulated warp gives (the same parse), write nothing outside their own
-// output, and leave no CUDA error behind.
+// The GPU chunk decoders on a GPU: a batch of LZ4-, Bitshuffle- and deflate-filter chunks, and of
+// h5py's gzip + shuffle (+ fletcher32) chunks, decoded by the kernel equals the CPU path byte for
+// byte (a chunk whose fletcher32 does not match fails in the CPU path's words); corrupted and
+// random units give exactly the statuses the host's emulated warp gives (the same parse), write
+// nothing outside their own output and stage bytes, and leave no CUDA error behind.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "codec_data.hpp"
+#include "filter_data.hpp"
 #include "gpufeed/cuda/check.hpp"
 #include "gpufeed/cuda/device_buffer.hpp"
 #include "gpufeed/cuda/detail/codec/unit_kernels.cuh"
@@ -27,10 +29,12 @@ struct device_result {
   std::vector<std::uint32_t> status;
 };
 device_result run_on_gpu(const bytes& src, std::size_t dst_size,
-                         const std::vector<codec::gpu_unit>& units) {
+                         const std::vector<codec::gpu_unit>& units, std::size_t stage_size = 0) {
   constexpr std::size_t guard = 4096;
   gpufeed::cuda::device_buffer d_src(src.size() + 1), d_dst(dst_size + guard),
-      d_units(units.size() * sizeof(codec::gpu_unit) + 1), d_status(units.size() * 4 + 4);
+      d_units(units.size() * sizeof(codec::gpu_unit) + 1), d_status(units.size() * 4 + 4),
+      d_stage(stage_size + guard);
+  GPUFEED_CUDA_TRY(cudaMemset(d_stage.data(), 0xEE, stage_size + guard));
   GPUFEED_CUDA_TRY(cudaMemcpy(d_src.data(), src.data(), src.size(), cudaMemcpyHostToDevice));
   GPUFEED_CUDA_TRY(cudaMemset(d_dst.data(), 0xEE, dst_size + guard));
   GPUFEED_CUDA_TRY(cudaMemcpy(d_units.data(), units.data(), units.size() * sizeof(codec::gpu_unit),
@@ -41,8 +45,13 @@ device_result run_on_gpu(const bytes& src, std::size_t dst_size,
     scratch = std::max(scratch, cd::unit_scratch_bytes(u));
   cd::launch_decode_units(d_src.as<std::uint8_t>(), d_dst.as<std::uint8_t>(),
                           d_units.as<codec::gpu_unit>(), static_cast<std::uint32_t>(units.size()),
-                          scratch, d_status.as<std::uint32_t>(), nullptr);
+                          scratch, d_status.as<std::uint32_t>(), nullptr,
+                          stage_size ? d_stage.as<std::uint8_t>() : nullptr);
   GPUFEED_CUDA_TRY(cudaDeviceSynchronize());
+  bytes stage_guard(guard);
+  GPUFEED_CUDA_TRY(cudaMemcpy(stage_guard.data(), d_stage.as<std::uint8_t>() + stage_size, guard,
+                              cudaMemcpyDeviceToHost));
+  for (const std::uint8_t b : stage_guard) REQUIRE(b == 0xEE);
   device_result r;
   r.dst.resize(dst_size + guard);
   r.status.resize(units.size());
@@ -137,5 +146,129 @@ TEST_CASE("corrupted and random LZ4 and deflate units: the GPU's statuses and by
                      r.dst.begin() + at));
   }
   CHECK(refused > 5000);
+  CHECK(cudaGetLastError() == cudaSuccess);
+}
+
+TEST_CASE("a batch of gzip + shuffle (+ fletcher32) chunks decodes on the GPU as on the CPU") {
+  std::mt19937_64 rng(13);
+  bytes src;
+  std::vector<codec::gpu_unit> units;
+  std::vector<filtered_chunk> chunks;
+  std::vector<h5::gpu_chunk_plan> plans;
+  std::vector<std::size_t> sizes, dst_at;
+  std::uint64_t dst_size = 0, stage_size = 0;
+  int corrupted = 0;
+  for (int c = 0; c < 240; ++c) {
+    const layout l = all_layouts[c % 6];
+    const std::size_t e = std::size_t{1} << (c / 6 % 4);
+    // whole elements, or a size that is not a multiple of the element size
+    const std::size_t n = c % 5 == 4 ? 1 + rng() % 3000 : e * (1 + rng() % 60000);
+    const bytes data = make_bytes(static_cast<pattern>(c % 5), n, rng);
+    filtered_chunk chunk = make_chunk(data, l, e, 1 + c % 9);
+    if (c % 17 == 5 && (l == layout::shuffle_deflate_fletcher || l == layout::deflate_fletcher)) {
+      chunk.stored[rng() % chunk.stored.size()] ^= 0x10;  // the trailing checksum catches it
+      ++corrupted;
+    }
+    if (c % 17 == 6 && (l == layout::fletcher_shuffle_deflate || l == layout::fletcher_deflate)) {
+      bytes inner = with_fletcher32(data);  // a wrong checksum inside the stream
+      inner[n] ^= 0x01;
+      chunk.stored =
+          zlib_compress(l == layout::fletcher_deflate ? inner : shuffle_bytes(inner, e), 4);
+      ++corrupted;
+    }
+    const h5::gpu_chunk_plan p = h5::plan_gpu_chunk(chunk.pipeline, 0, as_bytes(chunk.stored), n,
+                                                    src.size(), dst_size, stage_size, units);
+    REQUIRE(p.status.ok);
+    src.insert(src.end(), chunk.stored.begin(), chunk.stored.end());
+    dst_at.push_back(dst_size);
+    dst_size += n;
+    stage_size += p.stage_bytes;
+    sizes.push_back(n);
+    plans.push_back(p);
+    chunks.push_back(std::move(chunk));
+  }
+  REQUIRE(corrupted >= 4);
+  const device_result r = run_on_gpu(src, dst_size, units, stage_size);
+  bytes host_dst(dst_size, 0xEE), host_stage(stage_size);
+  const auto host_status = host_decode_units(src, host_dst, units, host_stage.data());
+  int refused = 0;
+  for (std::size_t c = 0; c < chunks.size(); ++c) {
+    INFO("chunk " << c);
+    bytes cpu;
+    const codec::result want = cpu_decode_chunk(chunks[c], 0, sizes[c], cpu);
+    const std::span<const codec::gpu_unit> mine(units.data() + plans[c].first_unit,
+                                                plans[c].unit_count);
+    const std::span<const std::uint32_t> status(r.status.data() + plans[c].first_unit,
+                                                plans[c].unit_count);
+    for (std::size_t i = 0; i < plans[c].unit_count; ++i)
+      CHECK(status[i] == static_cast<std::uint32_t>(host_status[plans[c].first_unit + i]));
+    const codec::result got = cd::chunk_failure(mine, status);
+    REQUIRE(got.ok == want.ok);
+    if (!want.ok) {
+      CHECK(got.message == want.message);
+      CHECK(std::string(got.api) == want.api);
+      ++refused;
+      continue;
+    }
+    CHECK(std::equal(cpu.begin(), cpu.end(),
+                     r.dst.begin() + static_cast<std::ptrdiff_t>(dst_at[c])));
+  }
+  CHECK(refused == corrupted);
+  CHECK(cudaGetLastError() == cudaSuccess);
+}
+
+TEST_CASE("random staged, fletcher32 and unshuffle units: the GPU equals the emulated warp") {
+  std::mt19937_64 rng(14);
+  bytes src;
+  std::vector<codec::gpu_unit> units;
+  std::uint64_t dst_at = 0, stage_at = 0;
+  for (int i = 0; i < 12000; ++i) {
+    const std::size_t n = 1 + rng() % 5000;
+    const std::uint32_t e = static_cast<std::uint32_t>(rng() % 10);
+    const bytes data = make_bytes(static_cast<pattern>(rng() % 5), n, rng);
+    codec::gpu_unit u;
+    u.kind = static_cast<codec::gpu_unit_kind>(5 + i % 4);
+    bytes z = u.kind == codec::gpu_unit_kind::deflate_unshuffle ||
+                      u.kind == codec::gpu_unit_kind::deflate_fletcher32
+                  ? zlib_compress(u.kind == codec::gpu_unit_kind::deflate_fletcher32
+                                      ? with_fletcher32(data) : data,
+                                  static_cast<int>(rng() % 10))
+              : u.kind == codec::gpu_unit_kind::fletcher32 ? with_fletcher32(data)
+                                                           : data;
+    switch (rng() % 4) {
+      case 0: z[rng() % z.size()] ^= static_cast<std::uint8_t>(1 + rng() % 255); break;
+      case 1: z.resize(std::max<std::size_t>(1, rng() % z.size())); break;
+      default: break;
+    }
+    u.src = src.size();
+    u.src_size = static_cast<std::uint32_t>(z.size());
+    u.dst = dst_at;
+    u.dst_size = u.kind == codec::gpu_unit_kind::fletcher32 ? 0
+                 : u.kind == codec::gpu_unit_kind::unshuffle
+                     ? u.src_size
+                     : static_cast<std::uint32_t>(rng() % 8 ? n : n + rng() % 64);
+    u.element_size = e;
+    u.stage = stage_at;
+    dst_at += u.dst_size;
+    stage_at += codec::gpu_unit_stage_bytes(u);
+    src.insert(src.end(), z.begin(), z.end());
+    units.push_back(u);
+  }
+  bytes host_dst(dst_at, 0xEE), host_stage(stage_at);
+  const auto host_status = host_decode_units(src, host_dst, units, host_stage.data());
+  const device_result r = run_on_gpu(src, dst_at, units, stage_at);
+  int refused = 0;
+  for (std::size_t i = 0; i < units.size(); ++i) {
+    INFO("unit " << i);
+    REQUIRE(r.status[i] == static_cast<std::uint32_t>(host_status[i]));
+    if (host_status[i] != cd::unit_status::ok) {
+      ++refused;
+      continue;
+    }
+    const auto at = static_cast<std::ptrdiff_t>(units[i].dst);
+    CHECK(std::equal(host_dst.begin() + at, host_dst.begin() + at + units[i].dst_size,
+                     r.dst.begin() + at));
+  }
+  CHECK(refused > 2000);
   CHECK(cudaGetLastError() == cudaSuccess);
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gpufeed/detail/codec/result.hpp"
+#include "gpufeed/detail/host_device.hpp"
 
 namespace gpufeed::detail::codec {
 
@@ -23,6 +24,14 @@ enum class gpu_unit_kind : std::uint32_t {
   bitshuffle = 2,      // a Bitshuffle block stored uncompressed, bits to untranspose
   bitshuffle_lz4 = 3,  // a Bitshuffle block in one LZ4 block, decoded then untransposed
   deflate = 4,         // one zlib stream (the deflate filter's chunk), inflated and Adler-checked
+  fletcher32 = 5,      // src_size stored bytes whose last 4 are the fletcher32 filter's checksum
+                       // of the others, checked; writes nothing (dst_size 0)
+  unshuffle = 6,       // dst_size bytes byte-unshuffled (element_size) as they are copied
+  deflate_unshuffle = 7,   // a zlib stream of dst_size bytes inflated into the stage buffer,
+                           // then unshuffled (element_size; 1: copied) into dst
+  deflate_fletcher32 = 8,  // a zlib stream of dst_size + 4 bytes (the data, then its fletcher32,
+                           // shuffled together when element_size > 1) inflated into the stage
+                           // buffer, unshuffled into dst (the data only) and checked
 };
 
 struct gpu_unit {
@@ -30,8 +39,19 @@ struct gpu_unit {
   std::uint64_t dst = 0;  // offset of its decoded bytes in the decoded buffer
   std::uint32_t src_size = 0, dst_size = 0;
   gpu_unit_kind kind = gpu_unit_kind::stored;
-  std::uint32_t element_size = 0;  // Bitshuffle kinds: bytes per element (dst_size / it % 8 == 0)
+  std::uint32_t element_size = 0;  // Bitshuffle kinds: bytes per element (dst_size / it % 8 == 0);
+                                   // shuffle kinds: the shuffle filter's element size
+  std::uint64_t stage = 0;  // staged kinds: offset of gpu_unit_stage_bytes(*this) bytes in the
+                            // device stage buffer that nothing else uses while the unit decodes
 };
+
+// Bytes of device stage buffer a unit inflates into before its last step (unshuffle, the
+// fletcher32 check): the staged kinds' inflated size; 0 for the kinds that decode into dst.
+GPUFEED_HOST_DEVICE inline std::uint64_t gpu_unit_stage_bytes(const gpu_unit& u) noexcept {
+  if (u.kind == gpu_unit_kind::deflate_unshuffle) return u.dst_size;
+  if (u.kind == gpu_unit_kind::deflate_fletcher32) return std::uint64_t{u.dst_size} + 4;
+  return 0;
+}
 
 // The largest Bitshuffle block the kernels take: a compressed one is decoded into shared memory
 // before its bits are untransposed. Chunks with larger blocks keep the CPU path (the planner

@@ -34,6 +34,7 @@ enum class unit_status : std::uint32_t {
   bad_end = 4,        // LZ4's end rules broken (the last 5 bytes are literals, see above)
   short_output = 5,   // the input ends before the unit's decoded size is reached
   unsupported = 6,    // a unit this kernel does not take (the planner should not send it)
+  bad_fletcher32 = 7, // the fletcher32 filter's checksum does not match the chunk's bytes
   // 10-17: a zlib stream's inflate_status (inflate.hpp): header, block, code, truncated, too
   // long, distance too far, short, Adler-32.
 };
@@ -47,6 +48,7 @@ inline const char* to_string(unit_status s) noexcept {
     case unit_status::bad_end: return "the LZ4 block breaks the format's end rules";
     case unit_status::short_output: return "the LZ4 block decodes to fewer bytes than its size";
     case unit_status::unsupported: return "a unit the GPU decoder does not take";
+    case unit_status::bad_fletcher32: return "fletcher32 checksum mismatch";
   }
   switch (static_cast<std::uint32_t>(s)) {
     case 10: return "the zlib header is not valid";

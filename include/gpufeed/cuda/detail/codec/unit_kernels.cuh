@@ -28,6 +28,19 @@ struct device_warp {
                               std::uint32_t e) const {
     lane_untranspose(rows, out, n, e, lane, 32);
   }
+  __device__ void unshuffle(const std::uint8_t* src, std::uint8_t* out, std::uint32_t n,
+                            std::uint32_t e, std::uint32_t limit) const {
+    lane_unshuffle(src, out, n, e, limit, lane, 32);
+  }
+  __device__ std::uint32_t fletcher32(const std::uint8_t* data, std::uint32_t n) const {
+    const fletcher_part p = lane_fletcher(data, n, lane, 32);
+    std::uint32_t a = p.a, w = p.w;  // each < 65535: 32 of them fit
+    for (int d = 16; d > 0; d /= 2) {
+      a += __shfl_xor_sync(0xffffffffu, a, d);
+      w += __shfl_xor_sync(0xffffffffu, w, d);
+    }
+    return fletcher_from(a, w, __any_sync(0xffffffffu, p.nonzero) != 0);
+  }
   template <class F>
   __device__ void one(F&& f) const {
     if (lane == 0) f();
@@ -45,8 +58,10 @@ struct device_warp {
 };
 
 // Warps of one block stride over the units; each warp has `scratch_bytes` of the block's dynamic
-// shared memory for compressed Bitshuffle blocks. status[i] receives unit i's unit_status.
+// shared memory for compressed Bitshuffle blocks and Huffman tables. The staged kinds inflate
+// into `stage` (device memory) at their own offsets. status[i] receives unit i's unit_status.
 __global__ void decode_units_kernel(const std::uint8_t* src, std::uint8_t* dst,
+                                    std::uint8_t* stage,
                                     const gpufeed::detail::codec::gpu_unit* units,
                                     std::uint32_t count, std::uint32_t scratch_bytes,
                                     std::uint32_t* status) {
@@ -58,7 +73,8 @@ __global__ void decode_units_kernel(const std::uint8_t* src, std::uint8_t* dst,
        i += static_cast<std::uint64_t>(gridDim.x) * warps) {
     const gpufeed::detail::codec::gpu_unit u = units[i];
     unit_status s = unit_status::unsupported;
-    if (unit_scratch_bytes(u) <= scratch_bytes) s = decode_unit(src, dst, u, scratch, group);
+    if (unit_scratch_bytes(u) <= scratch_bytes)
+      s = decode_unit(src, dst, stage, u, scratch, group);
     if (group.lane == 0) status[i] = static_cast<std::uint32_t>(s);
   }
 }
@@ -66,10 +82,14 @@ __global__ void decode_units_kernel(const std::uint8_t* src, std::uint8_t* dst,
 // Decodes `count` units on `stream`: compressed bytes at `src`, decoded ones to `dst`, the units'
 // list and one status word per unit in device memory. `largest_scratch`: the largest
 // unit_scratch_bytes of the launch's units (0 when none needs any); at most gpu_unit_max_bytes.
+// `stage`: device memory holding every staged unit's [stage, + gpu_unit_stage_bytes) (the
+// planner's stage_bytes in all); null when no unit is staged. One launch decodes every kind,
+// fletcher32 checks beside the units of the same chunk (they read only the compressed bytes).
 inline void launch_decode_units(const std::uint8_t* src, std::uint8_t* dst,
                                 const gpufeed::detail::codec::gpu_unit* units,
                                 std::uint32_t count, std::uint32_t largest_scratch,
-                                std::uint32_t* status, cudaStream_t stream) {
+                                std::uint32_t* status, cudaStream_t stream,
+                                std::uint8_t* stage = nullptr) {
   if (count == 0) return;
   // Up to 8 warps a block; fewer when each needs much shared memory (64 KiB blocks: 3).
   constexpr std::uint32_t shared_limit = 192 * 1024;
@@ -88,8 +108,8 @@ inline void launch_decode_units(const std::uint8_t* src, std::uint8_t* dst,
   const std::uint64_t wanted = (count + warps - 1) / warps;
   const unsigned blocks =
       static_cast<unsigned>(std::min<std::uint64_t>(wanted, static_cast<std::uint64_t>(sms) * 16));
-  decode_units_kernel<<<blocks, warps * 32, shared, stream>>>(src, dst, units, count, scratch,
-                                                               status);
+  decode_units_kernel<<<blocks, warps * 32, shared, stream>>>(src, dst, stage, units, count,
+                                                               scratch, status);
   check_launch("decode_units_kernel");
 }
 
