@@ -1,5 +1,5 @@
 /* gpufeed fault-injection shim: an LD_PRELOAD library over open/openat/close and
- * read/pread/pread64 that makes the reads of ONE chosen file fail on purpose.
+ * read/pread/pread64/preadv/preadv64 that makes the reads of ONE chosen file fail on purpose.
  *
  * Configuration (read at load, and again by gpufeed_fault_configure):
  *   GPUFEED_FAULT_PATH   substring of the path to fault (opens of other files are untouched)
@@ -10,7 +10,7 @@
  *                          eintr: the call fails with EINTR, reading nothing
  *   GPUFEED_FAULT_AFTER  N: reads of the file before the first fault (default 0)
  *   GPUFEED_FAULT_EVERY  K: after the first, fault every K-th read (default 0: only once)
- * A read is one read/pread/pread64 call on a descriptor opened (after configuration) on the
+ * A read is one read/pread/pread64/preadv/preadv64 call on a descriptor opened (after configuration) on the
  * file. Test programs change the configuration at run time through
  *   void gpufeed_fault_configure(const char* path, const char* mode, long after, long every);
  *   long gpufeed_fault_injected(void);   -- faults injected since the last configure
@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 enum { mode_none, mode_eio, mode_short, mode_eof, mode_eintr };
@@ -142,3 +143,37 @@ ssize_t pread64(int fd, void* buf, size_t n, off_t at) {
   if (!real) real = (ssize_t(*)(int, void*, size_t, off_t))next_fn("pread64");
   READ_BODY(real(fd, buf, n, at))
 }
+
+/* A vectored read is one read: n is its total length, and a short fault keeps the first half of
+ * it (whole buffers, then part of the one the half falls in). */
+#define MAX_IOV 1024
+#define READV_BODY(real_name)                                                        \
+  static ssize_t (*real)(int, const struct iovec*, int, off_t) = NULL;                \
+  if (!real) real = (ssize_t(*)(int, const struct iovec*, int, off_t))next_fn(real_name); \
+  size_t n = 0;                                                                      \
+  for (int i = 0; i < cnt; ++i) n += iov[i].iov_len;                                 \
+  const int m = fault_for(fd);                                                       \
+  if (m == mode_eio) {                                                               \
+    errno = EIO;                                                                     \
+    return -1;                                                                       \
+  }                                                                                  \
+  if (m == mode_eintr) {                                                             \
+    errno = EINTR;                                                                   \
+    return -1;                                                                       \
+  }                                                                                  \
+  if (m == mode_eof && n > 0) return 0;                                              \
+  if (m == mode_short && n > 1 && cnt > 0 && cnt <= MAX_IOV) {                       \
+    struct iovec half[MAX_IOV];                                                      \
+    size_t left = n / 2;                                                             \
+    int k = 0;                                                                       \
+    for (; k < cnt && left > 0; ++k) {                                               \
+      half[k] = iov[k];                                                              \
+      if (half[k].iov_len > left) half[k].iov_len = left;                            \
+      left -= half[k].iov_len;                                                       \
+    }                                                                                \
+    return real(fd, half, k, at);                                                    \
+  }                                                                                  \
+  return real(fd, iov, cnt, at);
+
+ssize_t preadv(int fd, const struct iovec* iov, int cnt, off_t at) { READV_BODY("preadv") }
+ssize_t preadv64(int fd, const struct iovec* iov, int cnt, off_t at) { READV_BODY("preadv64") }
