@@ -30,6 +30,9 @@ using namespace gpufeed;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
+static_assert(record_naming_source<hdf5_source>);
+static_assert(record_naming_source<lmdb_source>);
+
 namespace {
 
 const std::string corrupt_name = "train/cat/0042.jpg";
