@@ -32,6 +32,7 @@ struct skipped_record {
   std::uint64_t index = 0;          // global record index that failed
   std::uint64_t epoch = 0, batch = 0;
   std::string what;                 // the error's message (names the file and record)
+  std::string input;                // the record's input name (error::input()), "" when unknown
   bool substituted = false;         // replaced by substitute_index instead of dropped
   std::uint64_t substitute_index = 0;
 };

@@ -36,6 +36,10 @@ namespace gpufeed {
 struct error_context {
   std::string file;                    // shard path, directory or other file the failure concerns
   std::optional<std::uint64_t> record; // global (or shard-local, see message) record index
+  // The record's input name — the file name it had in the folder `gpufeed pack` read,
+  // relative to that folder — when the source knows it (record_naming_source); empty otherwise.
+  // The loader fills it in for a per-record transform's failure.
+  std::string input;
   std::string api;                     // the library call that failed, e.g. "H5Dopen2", "pread"
   std::optional<long long> status;     // its status / errno / cudaError_t, when it returned one
   std::string status_text;             // a readable name for status, e.g. "cudaErrorInvalidValue"
@@ -89,10 +93,12 @@ class error : public std::runtime_error {
   [[nodiscard]] const error_context& context() const noexcept { return ctx_; }
   [[nodiscard]] const std::string& file() const noexcept { return ctx_.file; }
   [[nodiscard]] std::optional<std::uint64_t> record() const noexcept { return ctx_.record; }
+  [[nodiscard]] const std::string& input() const noexcept { return ctx_.input; }
   [[nodiscard]] const std::string& api() const noexcept { return ctx_.api; }
   [[nodiscard]] std::optional<long long> status() const noexcept { return ctx_.status; }
   // The message and its context for people — "short read [file 'a.h5', record 7, pread
-  // returned 5 (Input/output error)]" — without gpufeed's source location, which helps a bug
+  // returned 5 (Input/output error)]", or "record transform failed: ... [file 'a.h5', record 7,
+  // input 'train/cat/0042.jpg']" — without gpufeed's source location, which helps a bug
   // report but not a user (command-line tools print this).
   [[nodiscard]] std::string describe() const {
     const std::string ctx = context_text(ctx_);
@@ -114,6 +120,7 @@ class error : public std::runtime_error {
     auto add = [&ctx](const std::string& part) { ctx += (ctx.empty() ? "" : ", ") + part; };
     if (!c.file.empty()) add("file '" + c.file + "'");
     if (c.record) add("record " + std::to_string(*c.record));
+    if (!c.input.empty()) add("input '" + c.input + "'");
     if (!c.api.empty()) {
       std::string call = c.api;
       if (c.status) call += " returned " + std::to_string(*c.status);

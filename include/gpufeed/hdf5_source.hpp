@@ -83,6 +83,7 @@
 #include <initializer_list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -93,6 +94,7 @@
 #include "gpufeed/detail/hdf5/cache_budget.hpp"
 #include "gpufeed/detail/hdf5/open_shard.hpp"
 #include "gpufeed/detail/hdf5/read_ahead.hpp"
+#include "gpufeed/detail/hdf5/record_names.hpp"
 #include "gpufeed/detail/hdf5/record_reader.hpp"
 #include "gpufeed/detail/hdf5/source_state.hpp"
 #include "gpufeed/detail/pack_directory.hpp"
@@ -104,8 +106,8 @@
 namespace gpufeed {
 
 // Models gpufeed::source, labeled_source, fixed_size_aware_source, reader_source,
-// decode_unit_source, read_planning_source, read_ahead_source, decode_stats_source and
-// file_naming_source. Move-only;
+// decode_unit_source, read_planning_source, read_ahead_source, decode_stats_source,
+// file_naming_source and record_naming_source. Move-only;
 // readers refer to the source, which must outlive them.
 class hdf5_source {
  public:
@@ -291,6 +293,17 @@ class hdf5_source {
   [[nodiscard]] const std::filesystem::path& file_of(std::uint64_t i) const {
     const auto& st = state();
     return st.slots[st.locate(i)]->path;
+  }
+
+  // Models record_naming_source: record i's input name from its shard's names table (names/data
+  // + names/offsets, which `gpufeed pack` writes; detail/hdf5/record_names.hpp), read from the
+  // file on each call — an open and three small reads, for error paths — or nullopt when the
+  // shard has no table. config_error when i is out of range, format_error for a damaged table.
+  [[nodiscard]] std::optional<std::string> name_of(std::uint64_t i) const {
+    const auto& st = state();
+    const std::size_t k = st.locate(i);
+    return detail::hdf5::read_record_name(st.slots[k]->path, st.first[k + 1] - st.first[k],
+                                          i - st.first[k], i);
   }
 
   // Shards opened so far (1 after construction with lazy opening, every one with eager).

@@ -65,6 +65,7 @@
 #include <initializer_list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -73,6 +74,7 @@
 #include "gpufeed/detail/lmdb/catalog.hpp"
 #include "gpufeed/detail/lmdb/read_ahead.hpp"
 #include "gpufeed/detail/lmdb/reading.hpp"
+#include "gpufeed/detail/lmdb/record_key.hpp"
 #include "gpufeed/detail/pack_directory.hpp"
 #include "gpufeed/detail/shard_paths.hpp"
 #include "gpufeed/error.hpp"
@@ -205,6 +207,15 @@ class lmdb_source {
     const auto& c = state_->records;
     const auto& t = c.table(c.shard_of(i));
     return t.key(i - t.first);
+  }
+
+  // Models record_naming_source: record i's input name, from its key — what follows
+  // "<digits>_" (`gpufeed pack` writes "0000000042_train/cat/0042.jpg", Caffe's
+  // convert_imageset 8 digits; detail/lmdb/record_key.hpp); nullopt for a key without one
+  // (digits alone: no name, or one too long for a key). The keys are in memory once the shard
+  // is open; a shard not opened yet is opened. config_error when i is out of range.
+  [[nodiscard]] std::optional<std::string> name_of(std::uint64_t i) const {
+    return detail::lmdb::name_in_key(key(i));
   }
 
   // Per-thread read transactions (one per shard, begun lazily). Not thread-safe itself: one

@@ -49,13 +49,27 @@
 //                                          given); the loader names it in errors of a per-record
 //                                          transform. Cheap and non-blocking; it throws only
 //                                          config_error for an index out of range.
+//   s.name_of(i) -> std::optional<std::string>   record i's input name: the file name it had
+//                                          in the folder `gpufeed pack` read, relative to
+//                                          that folder ("train/cat/0042.jpg"); nullopt when the
+//                                          source does not know it (no names stored). It may do
+//                                          I/O (hdf5_source reads the shard's names table), so
+//                                          the loader asks only when a per-record transform
+//                                          fails, never while reading, and names the input in
+//                                          that error (error_context::input,
+//                                          skipped_record::input). Thread-safe; it throws
+//                                          config_error for an index out of range, and
+//                                          format_error / io_error for a names table it cannot
+//                                          read.
 #pragma once
 
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <span>
+#include <string>
 #include <utility>
 
 namespace gpufeed {
@@ -125,6 +139,11 @@ concept decode_stats_source = source<S> && requires(const S& s) { s.decode_stats
 template <class S>
 concept file_naming_source = source<S> && requires(const S& s, std::uint64_t i) {
   std::filesystem::path(s.file_of(i));
+};
+
+template <class S>
+concept record_naming_source = source<S> && requires(const S& s, std::uint64_t i) {
+  { s.name_of(i) } -> std::convertible_to<std::optional<std::string>>;
 };
 
 // Passes the plan to sources that take one.

@@ -97,3 +97,15 @@ TEST_CASE("describe() gives the message and context without the source location"
   CHECK(e.describe() == "short read [file 'a.h5', record 7, pread returned 5 (Input/output error)]");
   CHECK(config_error("plain").describe() == "plain");
 }
+
+TEST_CASE("the record's input name follows the record in the context, when known") {
+  const corrupt_error e("record transform failed: corrupt JPEG data",
+                        error_context{.file = "shards/shard-00003.h5", .record = 4123,
+                                      .input = "train/cat/0042.jpg"});
+  CHECK(e.input() == "train/cat/0042.jpg");
+  CHECK(e.describe() == "record transform failed: corrupt JPEG data [file "
+                        "'shards/shard-00003.h5', record 4123, input 'train/cat/0042.jpg']");
+  CHECK(std::string(e.what()).find("record 4123, input 'train/cat/0042.jpg']") !=
+        std::string::npos);
+  CHECK(format_error("x", error_context{.record = 1}).input().empty());
+}

@@ -1,5 +1,6 @@
 # `gpufeed inspect` shows the width x height of sampled image records: two JPEGs made by cjpeg
-# (from ASCII PPMs) and one file that is no image, packed with class-folder labels.
+# (from ASCII PPMs) and one file that is no image, packed with class-folder labels, which it
+# names by its input file (HDF5 and LMDB shards).
 #   cmake -DCLI=... -DCJPEG=... -DWORK=... -P check_inspect_images.cmake
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK}/photos/a ${WORK}/photos/b)
@@ -27,8 +28,24 @@ message("${out}")
 if(NOT rc EQUAL 0 OR NOT out MATCHES "images     JPEG 40 x 30, JPEG 64 x 48 \\(2 of 3 sampled records\\)")
   message(FATAL_ERROR "gpufeed inspect did not show the image sizes (exit ${rc})")
 endif()
+# The record that is no image is named by its input file (the shard's names table).
+if(NOT out MATCHES "\n             record [0-2], input 'b/readme.jpg': not an image\n")
+  message(FATAL_ERROR "gpufeed inspect did not name the non-image record's input file")
+endif()
 execute_process(COMMAND ${CLI} inspect --json ${shard} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
-if(NOT rc EQUAL 0 OR NOT out MATCHES "\"error\": \"not an image\"")
-  message(FATAL_ERROR "gpufeed inspect --json did not mark the non-image record")
+if(NOT rc EQUAL 0 OR NOT out MATCHES "\"error\": \"not an image\",[ \n]*\"input\": \"b/readme.jpg\"")
+  message(FATAL_ERROR "gpufeed inspect --json did not mark the non-image record and its input")
+endif()
+# The same from LMDB shards, whose keys carry the input names.
+execute_process(COMMAND ${CLI} pack ${WORK}/photos --format lmdb --datum --labels -o ${WORK}/mdb -q
+                RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "gpufeed pack --format lmdb failed: ${rc}")
+endif()
+file(GLOB shard ${WORK}/mdb/*.lmdb)
+execute_process(COMMAND ${CLI} inspect ${shard} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+message("${out}")
+if(NOT rc EQUAL 0 OR NOT out MATCHES "\n             record [0-2], input 'b/readme.jpg': not an image\n")
+  message(FATAL_ERROR "gpufeed inspect did not name the LMDB non-image record's input file")
 endif()
 file(REMOVE_RECURSE ${WORK})

@@ -5,8 +5,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <atomic>
 #include <exception>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -296,4 +298,56 @@ TEST_CASE("destroying a loader mid-epoch with a slow transform returns promptly"
     CHECK(l.next());
   }
   CHECK(std::chrono::steady_clock::now() - t0 < 30s);
+}
+
+namespace {
+// sharded_source that knows input names (record_naming_source) and counts the lookups; its
+// lookup of record 61's name fails.
+class naming_source : public sharded_source {
+ public:
+  using sharded_source::sharded_source;
+  std::optional<std::string> name_of(std::uint64_t i) const {
+    lookups.fetch_add(1, std::memory_order_relaxed);
+    if (i == 61) throw format_error("names table damaged");
+    if (i == 62) return std::nullopt;
+    return "in/" + std::to_string(i) + ".jpg";
+  }
+  mutable std::atomic<std::uint64_t> lookups{0};
+};
+static_assert(record_naming_source<naming_source>);
+}  // namespace
+
+TEST_CASE("a transform's failure names the record's input; names are looked up for failures only") {
+  test::watchdog dog(60s, "record transform input names");
+  naming_source src(100, 8);
+  for (const error_policy p : {error_policy::throw_error, error_policy::skip}) {
+    CAPTURE(static_cast<int>(p));
+    src.lookups = 0;
+    loader_config c = sequential(10, p);
+    c.per_record = failing(src, false, 8, [](std::uint64_t i) {
+      if (i == 7 || i == 61 || i == 62) throw corrupt_error("bad pixels");
+    });
+    loader<naming_source> l(src, c);
+    std::map<std::uint64_t, std::string> input;  // failed record -> the input its error names
+    for (;;) {
+      try {
+        auto b = l.next();
+        if (!b) break;
+        for (const auto& s : b->skipped()) {
+          input[s.index] = s.input;
+          CHECK(s.what.find(s.input.empty() ? "record " + std::to_string(s.index) + "]"
+                                            : "input '" + s.input + "'") != std::string::npos);
+        }
+      } catch (const corrupt_error& e) {
+        REQUIRE(e.record());
+        input[*e.record()] = e.input();
+        CHECK(e.message() == "record transform failed: bad pixels");  // never the lookup's error
+      }
+    }
+    // throw_error fails batch 6 with its first failure (61) only.
+    std::map<std::uint64_t, std::string> want{{7, "in/7.jpg"}, {61, ""}};
+    if (p == error_policy::skip) want[62] = "";
+    CHECK(input == want);
+    CHECK(src.lookups == 3);  // one per failure, none for the 97 good records
+  }
 }

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -94,7 +95,10 @@ void check_hdf5(const pack_result& r, const std::vector<pack_input>& given) {
     names.insert(names.end(), x.names.begin(), x.names.end());
   }
   REQUIRE(names.size() == in.size());
-  for (std::size_t i = 0; i < in.size(); ++i) CHECK(names[i] == in[i].name);
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    CHECK(names[i] == in[i].name);
+    CHECK(src.name_of(i) == in[i].name);
+  }
 }
 
 void check_lmdb(const pack_result& r, const std::vector<pack_input>& given) {
@@ -106,10 +110,14 @@ void check_lmdb(const pack_result& r, const std::vector<pack_input>& given) {
   REQUIRE(src.size() == in.size());
   CHECK(gpufeed::test::read_all_records(src) == want);
   for (std::uint64_t i = 0; i < src.size(); ++i) {
-    char key[32];
-    std::snprintf(key, sizeof key, "%010llu", static_cast<unsigned long long>(i));
+    // Caffe's convention: the zero-padded record number, "_", the input's name.
+    char digits[32];
+    std::snprintf(digits, sizeof digits, "%010llu", static_cast<unsigned long long>(i));
+    const std::string& name = in[static_cast<std::size_t>(i)].name;
     const auto k = src.key(i);
-    CHECK(std::string(reinterpret_cast<const char*>(k.data()), k.size()) == key);
+    CHECK(std::string(reinterpret_cast<const char*>(k.data()), k.size()) ==
+          std::string(digits) + (name.empty() ? "" : "_" + name));
+    CHECK(src.name_of(i) == (name.empty() ? std::nullopt : std::optional<std::string>(name)));
     if (r.lmdb_datum) CHECK(src.label(i) == in[static_cast<std::size_t>(i)].label.value_or(0));
   }
 }

@@ -1,6 +1,8 @@
 // gpufeed inspect's image line: for a sample of a shard's records (at most 5, evenly spaced),
 // the image format and width x height from the JPEG/PNG header (no pixel decoded), or why a
-// record is no image. Built when the image component is (GPUFEED_CLI_HAS_IMAGE).
+// record is no image, with the input file it was packed from when the shard stores names
+// (record_naming_source; looked up for those records only). Built when the image component is
+// (GPUFEED_CLI_HAS_IMAGE).
 #pragma once
 
 #ifdef GPUFEED_CLI_HAS_IMAGE
@@ -13,10 +15,24 @@
 
 #include "gpufeed/image/decoder.hpp"
 #include "gpufeed/source.hpp"
+#include "report.hpp"
 
 namespace gpufeed::cli {
 
-// {"sampled": n, "records": [{"index", "format", "width", "height"} or {"index", "error"}]}
+// Sets r["input"] to record i's input name when the source knows it; a failed lookup leaves it
+// out (the record's own error is what inspect reports).
+template <class Source>
+void add_input_name(nlohmann::ordered_json& r, const Source& s, std::uint64_t i) {
+  if constexpr (record_naming_source<Source>) {
+    try {
+      if (auto name = s.name_of(i)) r["input"] = *name;
+    } catch (const error&) {
+    }
+  }
+}
+
+// {"sampled": n, "records": [{"index", "format", "width", "height"} or
+// {"index", "error"[, "input"]}]}
 template <class Source>
 nlohmann::ordered_json image_sample(const Source& s, std::uint64_t first) {
   nlohmann::ordered_json j;
@@ -39,16 +55,19 @@ nlohmann::ordered_json image_sample(const Source& s, std::uint64_t first) {
       r["height"] = h.height;
     } catch (const format_error&) {
       r["error"] = "not an image";
+      add_input_name(r, s, i);
     } catch (const error& e) {
       r["error"] = e.message();
+      add_input_name(r, s, i);
     }
     j["records"].push_back(std::move(r));
   }
   return j;
 }
 
-// "  images     JPEG 640 x 480, JPEG 500 x 375 (2 of 2 sampled records)", or "none" when no
-// sampled record is an image.
+// "  images     JPEG 640 x 480, JPEG 500 x 375 (2 of 3 sampled records)", or "none" when no
+// sampled record is an image; when some are, a line per sampled record that is not:
+// "             record 7, input 'b/readme.jpg': not an image" (the input when known).
 inline void print_image_sample(const nlohmann::ordered_json& j) {
   std::string sizes;
   std::uint64_t images = 0;
@@ -66,6 +85,14 @@ inline void print_image_sample(const nlohmann::ordered_json& j) {
   }
   std::printf("  images     %s (%llu of %llu sampled records)\n", sizes.c_str(),
               static_cast<unsigned long long>(images), static_cast<unsigned long long>(sampled));
+  for (const auto& r : j["records"]) {
+    if (!r.contains("error")) continue;
+    const std::string input =
+        r.contains("input") ? ", input '" + r["input"].get<std::string>() + "'" : "";
+    std::printf("             record %llu%s: %s\n",
+                static_cast<unsigned long long>(r["index"].get<std::uint64_t>()),
+                one_line(input).c_str(), one_line(r["error"].get<std::string>()).c_str());
+  }
 }
 
 }  // namespace gpufeed::cli

@@ -22,7 +22,9 @@
 //                           writes the fixed layout instead: `data` of the source's type and
 //                           shape, chunks of whole rows, and no names.
 //   <prefix>-00000.lmdb/    one LMDB environment per shard (data.mdb only): key = the record's
-//                           global index as 10 decimal digits, value = the file's bytes (or a
+//                           global index as 10 decimal digits, "_" and its name
+//                           ("0000000042_train/cat/0042.jpg"; digits alone when the key would
+//                           pass LMDB's 511 bytes), value = the file's bytes (or a
 //                           Caffe Datum {data, label} with lmdb_datum; raw values cannot hold
 //                           labels, so labelled inputs need lmdb_datum or HDF5).
 //   manifest.json           format, shards (file, records, bytes, first_record, max_record,
@@ -140,7 +142,8 @@ inline std::string to_string(const pack_compression& c) {
 
 struct pack_input {
   std::filesystem::path path;         // the file to read
-  std::string name;                   // stored with the record (HDF5: names/); any bytes but NUL
+  std::string name;                   // stored with the record (HDF5: names/, LMDB: in the key);
+                                      // any bytes but NUL
   std::optional<std::int64_t> label;  // every input has one, or none has
 };
 

@@ -12,6 +12,7 @@
 #include "gpufeed/loader_config.hpp"
 #include "gpufeed/detail/loader/slot_layout.hpp"
 #include "gpufeed/detail/loader/types.hpp"
+#include "gpufeed/error.hpp"
 
 namespace gpufeed::detail {
 
@@ -22,6 +23,17 @@ inline std::string describe(const std::exception_ptr& e) {
     return x.what();
   } catch (...) {
     return "unknown exception";
+  }
+}
+
+// The input name a failure's gpufeed::error carries (error_context::input), or "".
+inline std::string input_of(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const error& x) {
+    return x.input();
+  } catch (...) {
+    return {};
   }
 }
 
@@ -73,6 +85,7 @@ struct slot_records {
     r.epoch = slot.meta.epoch;
     r.batch = slot.meta.number;
     r.what = describe(f.error);
+    r.input = input_of(f.error);
     return r;
   }
 

@@ -62,19 +62,38 @@ std::string shard_file_of(const S& s, std::uint64_t i) noexcept {
   return {};
 }
 
+// Record i's input name (record_naming_source), or "" when the source does not say. Asked only
+// on the error path — it may open a file (hdf5_source reads the shard's names table) — and never
+// throws, for the same reason as shard_file_of: a failure to name the input must not replace the
+// error being reported.
+template <source S>
+std::string input_name_of(const S& s, std::uint64_t i) noexcept {
+  try {
+    if constexpr (record_naming_source<S>) {
+      std::optional<std::string> name = s.name_of(i);
+      if (name) return std::move(*name);
+    }
+  } catch (...) {
+  }
+  (void)s;
+  (void)i;
+  return {};
+}
+
 template <class E>
 [[noreturn]] void throw_transform_error(const error& x, error_context c) {
   std::throw_with_nested(E("record transform failed: " + x.message(), std::move(c)));
 }
 
 // What the record transform's exception `thrown` is delivered as: a gpufeed::error of the same
-// class (gpufeed::error itself for other exceptions) that names `file` and `record` where it
-// named none, with the original nested.
+// class (gpufeed::error itself for other exceptions) that names `file`, `record` and `input`
+// (the record's input name, "" when unknown) where it named none, with the original nested.
 inline std::exception_ptr transform_failure(std::exception_ptr thrown, const std::string& file,
-                                            std::uint64_t record) {
+                                            std::uint64_t record, const std::string& input = {}) {
   error_context here;
   here.file = file;
   here.record = record;
+  here.input = input;
   try {
     try {
       std::rethrow_exception(std::move(thrown));
@@ -82,6 +101,7 @@ inline std::exception_ptr transform_failure(std::exception_ptr thrown, const std
       error_context c = x.context();
       if (c.file.empty()) c.file = file;
       if (!c.record) c.record = record;
+      if (c.input.empty()) c.input = input;
       if (dynamic_cast<const io_error*>(&x)) throw_transform_error<io_error>(x, c);
       if (dynamic_cast<const format_error*>(&x)) throw_transform_error<format_error>(x, c);
       if (dynamic_cast<const corrupt_error*>(&x)) throw_transform_error<corrupt_error>(x, c);
@@ -141,7 +161,9 @@ class record_stage {
         transform_ns += since_ns(t0);
       } catch (...) {
         transform_ns += since_ns(t0);
-        fail(slot, k, transform_failure(std::current_exception(), shard_file_of(source_, i), i),
+        fail(slot, k,
+             transform_failure(std::current_exception(), shard_file_of(source_, i), i,
+                               input_name_of(source_, i)),
              false, failures);
         continue;
       }
@@ -173,6 +195,7 @@ class record_stage {
     error_context c;
     c.file = shard_file_of(source_, i);
     c.record = i;
+    c.input = input_name_of(source_, i);
     const std::string what =
         fixed ? "record transform returned " + std::to_string(n) +
                     " bytes for a fixed output of " + std::to_string(room) + " bytes"

@@ -2,7 +2,10 @@
 //
 // One environment per shard: a directory holding data.mdb only (MDB_NOLOCK: the writer is alone,
 // and readers of immutable shards use no lock file either). Keys are the record's global index
-// as 10 decimal digits, so key order = record order and every key is appended (MDB_APPEND).
+// as 10 decimal digits, then an underscore and the input's name when the record has one and the
+// key stays within LMDB's 511 bytes ("0000000042_train/cat/0042.jpg", Caffe's convention;
+// detail/lmdb/record_key.hpp): the fixed-width digits make key order = record order, so every
+// key is appended (MDB_APPEND), and lmdb_source::name_of reads the name back.
 // MDB_WRITEMAP + MDB_RESERVE: a value's pages are the file's own (mapped) pages, and the record's
 // pieces are copied straight into them — one copy from the input file, no malloc'd page, no
 // pwrite (2-3x faster than without WRITEMAP here). WRITEMAP grows the file to the map size
@@ -29,15 +32,15 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cinttypes>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <span>
 #include <string>
+#include <string_view>
 #include <system_error>
 
 #include "gpufeed/detail/lmdb/handles.hpp"
+#include "gpufeed/detail/lmdb/record_key.hpp"
 #include "gpufeed/pack/detail/listing.hpp"
 #include "gpufeed/pack/detail/output.hpp"
 #include "gpufeed/error.hpp"
@@ -110,11 +113,12 @@ class lmdb_shard_writer {
     if (txn_) mdb_txn_abort(txn_);
   }
 
-  // Starts record `global` with `size` payload bytes; append() then delivers them in order.
-  void begin_record(std::uint64_t global, std::uint64_t size, std::int64_t label) {
-    char key[24];
-    const int kn = std::snprintf(key, sizeof key, "%010" PRIu64, global);
-    MDB_val k{static_cast<std::size_t>(kn), key};
+  // Starts record `global` (input `name`, or "" when none) with `size` payload bytes; append()
+  // then delivers them in order.
+  void begin_record(std::uint64_t global, std::string_view name, std::uint64_t size,
+                    std::int64_t label) {
+    std::string key = lmdb::record_key(global, name);
+    MDB_val k{key.size(), key.data()};
     MDB_val v{static_cast<std::size_t>(lmdb_value_size(size, datum_, label)), nullptr};
     error_context c = context();
     c.record = global;

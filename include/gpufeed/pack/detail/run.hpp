@@ -11,6 +11,7 @@
 #include <chrono>
 #include <limits>
 #include <memory>
+#include <string_view>
 #include <thread>
 
 #include "gpufeed/detail/pack_manifest.hpp"
@@ -215,6 +216,9 @@ inline pack_result run_job(const pack_job& job, const std::filesystem::path& out
   [[maybe_unused]] const auto label = [&](std::uint64_t r) {
     return job.has_labels ? job.labels[r] : 0;
   };
+  [[maybe_unused]] const auto input_name = [&](std::uint64_t r) {
+    return job.names.empty() ? std::string_view() : std::string_view(job.names[r]);
+  };
 
   std::vector<fs::path> written;  // removed if pack fails
   try {
@@ -252,7 +256,8 @@ inline pack_result run_job(const pack_job& job, const std::filesystem::path& out
           crc[r] = lo == plan.offset[r] ? piece : crc32_join(crc[r], piece, hi - lo);
 #if defined(GPUFEED_PACK_LMDB)
           if (mdb) {
-            if (lo == plan.offset[r]) mdb->begin_record(r, plan.sizes[r], label(r));
+            if (lo == plan.offset[r])
+              mdb->begin_record(r, input_name(r), plan.sizes[r], label(r));
             mdb->append(b.bytes.data() + (lo - bp.begin), hi - lo);
             if (hi == plan.end_of(r)) mdb->end_record();
           }
