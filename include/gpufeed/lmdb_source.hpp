@@ -218,8 +218,10 @@ class lmdb_source {
     return t.key(i - t.first);
   }
 
-  // Per-thread read transactions (one per shard, begun lazily). Not thread-safe itself: one
-  // thread at a time. idle() releases the snapshots (mdb_txn_reset) between batches.
+  // Per-thread read transactions (one per shard, begun lazily; with max_open_shards, one at a
+  // time: the shard being read stays pinned open until the reader moves to another or idles).
+  // Not thread-safe itself: one thread at a time. idle() releases the snapshots (mdb_txn_reset)
+  // and the pin between batches.
   class reader {
    public:
     reader(reader&&) noexcept = default;

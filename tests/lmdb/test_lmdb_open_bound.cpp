@@ -169,6 +169,33 @@ TEST_CASE("lmdb: a shard replaced after the LRU closed it is a format_error nami
   CHECK(read(30 * per_shard + 1) == expected(30 * per_shard + 1));
 }
 
+TEST_CASE("lmdb: mutable shards (lock files, no identity by size) close and reopen too") {
+  test::temp_dir dir("lmopenmutable");
+  const auto paths = write_shards(dir.path(), 40);
+  const fs::path canon = fs::canonical(dir.path());
+  lmdb_options o;
+  o.immutable = false;
+  o.max_open_shards = 4;
+  const lmdb_source src(paths, o);
+  // Two descriptors a mutable shard (data.mdb and lock.mdb), 4 shards open at most.
+  CHECK(test::fds_under(canon) <= 2 * 4);
+  std::vector<std::uint64_t> order(src.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937 rng(9);
+  auto r = src.make_reader();
+  std::vector<std::byte> buf(src.max_record_size());
+  for (int pass = 0; pass < 2; ++pass) {
+    std::shuffle(order.begin(), order.end(), rng);
+    for (const std::uint64_t i : order) {
+      const std::size_t n = src.record_size(i);
+      r.read(i, std::span<std::byte>(buf.data(), n));
+      REQUIRE(as_string(std::span<const std::byte>(buf.data(), n)) == expected(i));
+    }
+  }
+  r.idle();
+  CHECK(test::fds_under(canon) <= 2 * 4);
+}
+
 TEST_CASE("lmdb: max_open_shards 0 under too low a limit is io_error 'too many open files'") {
   test::temp_dir dir("lmopenunbounded");
   const auto paths = write_shards(dir.path());
