@@ -23,6 +23,8 @@ struct decode_stats {
                                        // (block_shuffled: the next window's, by idle workers)
   std::size_t cache_peak_bytes = 0;    // most decoded bytes held at once
   std::size_t cache_budget_bytes = 0;  // the cache's byte budget (hdf5_options or automatic)
+  std::size_t scratch_peak_bytes = 0;  // most bytes of readers' decode scratch held at once
+                                       // (counted in the budget and cache_peak_bytes)
 
   // Decoded bytes per delivered byte: how many rows of chunk data each delivered row inflated
   // (1 = every decoded byte was delivered once; 0 when nothing was delivered).
@@ -33,7 +35,7 @@ struct decode_stats {
   }
 };
 
-// The counters of `now` accumulated since `before` (peak and budget are taken from `now`).
+// The counters of `now` accumulated since `before` (peaks and budget are taken from `now`).
 inline decode_stats since(const decode_stats& now, const decode_stats& before) noexcept {
   decode_stats d = now;
   d.chunks_decoded -= before.chunks_decoded;

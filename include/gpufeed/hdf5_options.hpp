@@ -34,6 +34,11 @@ struct hdf5_options {
   // block_shuffled window's decode units plus the prefetch look-ahead fit (at least 64 MiB, at
   // most the decoded size of every chunk); with it each chunk is decoded at most once per
   // epoch. A smaller budget holds: chunks are then decoded again (decode_stats shows how often).
+  // It bounds all decoded memory: each reader's decode scratch (a chunk's stored bytes and its
+  // filters' intermediate outputs) is counted in it too, so more workers never hold more than
+  // the budget plus one chunk and one chunk's scratch (decoded outside it, one at a time, when
+  // every byte of it is in use). A chunk whose decoded size exceeds the budget is a
+  // config_error naming file, dataset and this option.
   std::optional<std::size_t> decode_cache_bytes;
   // When shards are opened (an open keeps a descriptor and builds the shard's index):
   //   lazy (default)  the first shard at construction (it fixes layout, dtype, row shape and

@@ -54,7 +54,9 @@
 // (plan_reads) to hold a block_shuffled window's decode units plus the prefetch look-ahead, at
 // least 64 MiB. Its eviction rule (detail/hdf5/shared_chunk_cache.hpp) then decodes each chunk
 // at most once per epoch per rank; decode_stats() counts chunks decoded, decoded against
-// delivered bytes and the cache's peak. Heap memory, never pinned; it keeps up to its budget
+// delivered bytes and the cache's peak. The budget counts readers' decode scratch too (a
+// chunk's stored bytes and filter stages): N workers never hold N chunks' scratch beyond it.
+// Heap memory, never pinned; it keeps up to its budget
 // for the source's life (drop_decoded_chunks() frees what no reader holds). Reading records of
 // a chunk of R rows in full random order still inflates R rows per record unless the budget
 // holds the whole data: prefer sample_order::block_shuffled, or chunks of one or a few records.

@@ -19,6 +19,11 @@
 // typed error naming the shard to every caller until an open succeeds; a shard that no longer
 // has the counts and sizes the manifest stated is a format_error naming it ("the shard changed
 // since"). eager, and every mutable (immutable = false) source, opens all at construction.
+// Descriptors are bounded (lmdb_options::max_open_shards): past the bound the least recently
+// used shard not being read closes its environment and reopens on its next read, keeping its
+// record table; a reopen that finds another file, or (immutable) another size or LMDB
+// transaction id, is a format_error naming the shard ("replaced or changed since it was
+// opened"). Running out of descriptors is an io_error saying "too many open files".
 // Before LMDB touches the map, the two meta pages are read and checked and the file must hold
 // every page in use (a truncated data.mdb is refused instead of raising SIGBUS later); for
 // immutable shards the B-tree's branch and leaf pages are checked too, so a damaged page is a
@@ -92,6 +97,12 @@ struct lmdb_options {
   open_kind open = open_kind::lazy;
   unsigned max_readers = 512;  // LMDB reader slots per shard (used when !immutable)
   bool immutable = true;       // MDB_NOLOCK: nobody writes the shards while they are open
+  // The most shards whose environments (a descriptor and a map each, plus lock.mdb's when
+  // mutable) are open at once; 0: no bound. Past it the least recently used shard not being read
+  // is closed and reopened by its next read, keeping its record table (no rescan). May be
+  // exceeded by one shard per reading thread (each pins the shard it reads). The default leaves
+  // most of a 1024-descriptor limit (`ulimit -n`) to the rest of the process.
+  std::size_t max_open_shards = 256;
 };
 
 struct lmdb_shard_info {
@@ -106,8 +117,8 @@ struct lmdb_shard_info {
 namespace detail::lmdb {
 struct source_state {
   source_state(const std::vector<std::filesystem::path>& paths, bool datum, bool immutable,
-               unsigned max_readers, bool eager)
-      : records(paths, datum, immutable, max_readers, eager), pid(::getpid()) {}
+               unsigned max_readers, bool eager, std::size_t max_open)
+      : records(paths, datum, immutable, max_readers, eager, max_open), pid(::getpid()) {}
   catalog records;  // owns the envs: declared before the pool so the pool's txns end first
   txn_pool pool;
   std::once_flag infos_once;  // shards(): built once, after opening every shard (retried after
@@ -142,7 +153,7 @@ class lmdb_source {
     const bool datum = options.format == lmdb_options::value_format::datum;
     state_ = std::make_shared<detail::lmdb::source_state>(
         shard_dirs, datum, options.immutable, options.max_readers,
-        options.open == lmdb_options::open_kind::eager);
+        options.open == lmdb_options::open_kind::eager, options.max_open_shards);
   }
 
   lmdb_source(lmdb_source&&) noexcept = default;
@@ -218,8 +229,10 @@ class lmdb_source {
     return detail::lmdb::name_in_key(key(i));
   }
 
-  // Per-thread read transactions (one per shard, begun lazily). Not thread-safe itself: one
-  // thread at a time. idle() releases the snapshots (mdb_txn_reset) between batches.
+  // Per-thread read transactions (one per shard, begun lazily; with max_open_shards, one at a
+  // time: the shard being read stays pinned open until the reader moves to another or idles).
+  // Not thread-safe itself: one thread at a time. idle() releases the snapshots (mdb_txn_reset)
+  // and the pin between batches.
   class reader {
    public:
     reader(reader&&) noexcept = default;

@@ -15,7 +15,12 @@ namespace gpufeed::test {
 class decode_counter {
  public:
   using counts = std::map<std::pair<std::string, std::uint64_t>, unsigned>;
-  decode_counter() { detail::hdf5::chunk_decode_observer.store(&observe); }
+  // Starts from no counts: decodes counted after an earlier counter's last take() (a loader's
+  // decode-ahead finishing before its end) are not this counter's.
+  decode_counter() {
+    (void)take();
+    detail::hdf5::chunk_decode_observer.store(&observe);
+  }
   ~decode_counter() { detail::hdf5::chunk_decode_observer.store(nullptr); }
   decode_counter(const decode_counter&) = delete;
   decode_counter& operator=(const decode_counter&) = delete;

@@ -217,9 +217,10 @@ TEST_CASE("block_shuffled, 4 windows an epoch: workers decode the next window ah
   }
   constexpr std::uint64_t band = 16 * cols * 4, chunks = rows / 16 * 4, window_bands = 2 * 16;
   // Room for the window being read, the next one decoded ahead, the look-ahead (4 batches of
-  // 32 rows: 9 bands) and one band per worker: cache_budget.hpp's sizing with decode-ahead.
+  // 32 rows: 9 bands), one band per worker and each worker's decode scratch (three chunks):
+  // cache_budget.hpp's sizing with decode-ahead.
   hdf5_options o;
-  o.decode_cache_bytes = (2 * window_bands + 9 + 3) * band;
+  o.decode_cache_bytes = (2 * window_bands + 9 + 3) * band + 3 * 3 * (16 * 256 * 4);
   REQUIRE(*o.decode_cache_bytes < rows * cols * 4);  // eviction is exercised
   hdf5_source src(path, o);
   const decode_counter counter;
@@ -300,9 +301,10 @@ TEST_CASE("window order, 4 readers, budget of the window: each chunk once per ep
     const shape sh = shape_of(name);
     const auto want = expected(name);
     // Open units at once: the window's 4, up to 4 of the next window reached by the round in
-    // flight, one per reader decoding (cache_budget.hpp's sizing for this harness).
+    // flight, one per reader decoding, and each reader's decode scratch (three chunks):
+    // cache_budget.hpp's sizing for this harness.
     hdf5_options o;
-    o.decode_cache_bytes = (2 * window + threads) * sh.band_bytes;
+    o.decode_cache_bytes = (2 * window + threads) * sh.band_bytes + threads * 3 * sh.chunk_bytes;
     hdf5_source src(fixtures() / (name + ".h5"), o);
     REQUIRE(*o.decode_cache_bytes < sh.chunks * sh.chunk_bytes);  // eviction is exercised
     const decode_counter counter;
@@ -406,7 +408,7 @@ TEST_CASE("a reader that lags a whole epoch behind keeps its chunks: spent ones 
     const shape sh = shape_of(name);
     const auto want = expected(name);
     hdf5_options o;
-    o.decode_cache_bytes = (2 * window + 3 + task) * sh.band_bytes;
+    o.decode_cache_bytes = (2 * window + 3 + task) * sh.band_bytes + 2 * 3 * sh.chunk_bytes;
     hdf5_source src(fixtures() / (name + ".h5"), o);
     REQUIRE(*o.decode_cache_bytes < sh.chunks * sh.chunk_bytes);
     const auto order = window_order(src.size(), sh.band_rows, window, 3);

@@ -30,8 +30,10 @@ inline bool out_of_descriptors(int e) noexcept { return e == EMFILE || e == ENFI
 // names the cause where a library's own message would blame the file.
 inline std::string open_failure(int e, const std::string& what) {
   if (!out_of_descriptors(e)) return what;
-  return "too many open files: " + what + " (the descriptor limit, ulimit -n, is reached: " +
-         "raise it, or keep fewer shards open, e.g. hdf5_options::max_open_shards)";
+  return "too many open files: " + what +
+         (e == EMFILE ? " (EMFILE: the process's descriptor limit, ulimit -n, is reached: "
+                      : " (ENFILE: the system's descriptor limit is reached: ") +
+         "raise it, or keep fewer shards open: max_open_shards of hdf5_options or lmdb_options)";
 }
 
 // io_error "too many open files" naming `file` (api: what failed) when no descriptor can be had

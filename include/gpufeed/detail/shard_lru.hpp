@@ -13,7 +13,9 @@
 // Contract with the owner: reopen(k) is called with the lock held and shard k closed and
 // unpinned; it opens shard k's descriptors or throws (its typed error reaches the pinning
 // reader). close(k) is called with the lock held and shard k unpinned; it must not throw. A shard
-// opened elsewhere (first open) is made known by adopt(k), after make_room().
+// opened elsewhere (first open) is made known by adopt(k), after make_room() or inside
+// open_first(). An open or reopen that fails for want of descriptors (other files of the process
+// hold them) is tried once more after every unpinned shard is closed (retrying()).
 #pragma once
 
 #include <atomic>
@@ -22,9 +24,9 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 #include <vector>
 
-#include "gpufeed/detail/posix_file.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail {
@@ -77,19 +79,19 @@ class shard_lru {
       return;
     }
     if (limit_) make_room_locked(limit_ - 1);
-    try {
-      reopen_(k);
-    } catch (const io_error& x) {
-      // No descriptor left (other files of the process hold them): close every unpinned shard
-      // and try once more; a second failure is the reader's error.
-      if (!x.context().status || !out_of_descriptors(static_cast<int>(*x.context().status)))
-        throw;
-      make_room_locked(0);
-      reopen_(k);
-    }
+    retrying([&] { reopen_(k); }, [&] { make_room_locked(0); });
     ring_.push_back(k);
     e.referenced.store(true, std::memory_order_relaxed);
     e.word.store(1, std::memory_order_release);  // open, pinned once
+  }
+
+  // Runs open() (a shard's first open, outside the lock: it may scan the shard) after making
+  // room, retried as a reopen is (retrying()); returns what it returns. The caller adopts the
+  // shard it opened.
+  template <class Open>
+  std::invoke_result_t<Open&> open_first(Open&& open) {
+    make_room();
+    return retrying(open, [&] { close_all(); });
   }
 
   // Pins shard k when it is open now; false (nothing pinned) when it is closed. Never opens.
@@ -122,6 +124,25 @@ class shard_lru {
         return true;
       }
     return false;
+  }
+
+  // Runs open(); when it throws io_error or library_error and the bound is on, frees descriptors
+  // (free(): closes every unpinned shard) and runs it once more, whose error is the caller's.
+  // The first error is not inspected for EMFILE: under a descriptor limit a library may report
+  // it as something else (HDF5's open fails without errno), and a check made while the
+  // descriptors are still held would see the limit; after the shards are closed the second
+  // attempt's error says what is wrong. Content errors (format_error, corrupt_error) are not
+  // retried: they do not depend on descriptors.
+  template <class Open, class Free>
+  std::invoke_result_t<Open&> retrying(Open&& open, Free&& free) {
+    if (limit_ == 0) return open();
+    try {
+      return open();
+    } catch (const io_error&) {
+    } catch (const library_error&) {
+    }
+    free();
+    return open();
   }
 
   // Closes unpinned shards, least recently used first (clock), until at most `keep` are open or

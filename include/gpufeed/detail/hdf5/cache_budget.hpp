@@ -12,7 +12,9 @@
 // With that budget, shared_chunk_cache's eviction rule decodes each chunk at most once per
 // epoch per rank. It is never below 64 MiB (what one reader cached before the cache was shared)
 // nor below one record's chunks per worker, and never above the decoded size of all the chunks
-// (more could not be used).
+// (more could not be used), plus each worker's decode scratch: the budget counts it too
+// (decode_scratch.hpp), three chunks a worker (a chunk's stored bytes and up to two filter
+// stages, or one stage of an incompressible chunk stored larger than it decodes).
 #pragma once
 
 #include <algorithm>
@@ -33,6 +35,7 @@ struct unit_geometry {
   std::uint64_t band_records = 0;   // records per unit (the smallest, fixed; the mean, blob)
   std::uint64_t record_bytes = 0;   // decoded bytes of the chunks one record touches (largest)
   std::uint64_t all_bytes = 0;      // decoded bytes of every chunk
+  std::uint64_t chunk_bytes = 0;    // decoded bytes of one chunk (sizes decode scratch)
 };
 
 inline std::uint64_t saturating_mul(std::uint64_t a, std::uint64_t b) noexcept {
@@ -51,6 +54,7 @@ inline unit_geometry unit_geometry_of(const shard_index& s, std::size_t shards) 
   u.band_records = s.blob ? std::max<std::uint64_t>(1, s.records / s.grid.grid[0]) : s.grid.chunk[0];
   u.record_bytes = s.chunks_per_record * chunk;
   u.all_bytes = saturating_mul(s.grid.chunk_count * chunk, shards);
+  u.chunk_bytes = chunk;
   return u;
 }
 
@@ -67,6 +71,10 @@ inline std::size_t automatic_cache_budget(const unit_geometry& u, const read_pla
   want = std::max(want, saturating_mul(p.workers + 1, u.record_bytes));
   want = std::max<std::uint64_t>(want, min_cache_budget);
   want = std::min(want, std::max<std::uint64_t>(u.all_bytes, u.record_bytes));
+  const std::uint64_t scratch = saturating_mul(p.workers, saturating_mul(3, u.chunk_bytes));
+  want = want > std::numeric_limits<std::uint64_t>::max() - scratch
+             ? std::numeric_limits<std::uint64_t>::max()
+             : want + scratch;
   return static_cast<std::size_t>(
       std::min<std::uint64_t>(want, std::numeric_limits<std::size_t>::max()));
 }

@@ -21,12 +21,12 @@
 #include <string>
 #include <vector>
 
-#include "gpufeed/detail/byte_buffer.hpp"
 #include "gpufeed/detail/hdf5/band_hold.hpp"
 #include "gpufeed/detail/hdf5/chunk_decoders.hpp"
 #include "gpufeed/detail/hdf5/filters.hpp"
 #include "gpufeed/detail/hdf5/geometry.hpp"
 #include "gpufeed/detail/hdf5/record_plan.hpp"
+#include "gpufeed/detail/hdf5/scratch_lease.hpp"
 #include "gpufeed/detail/hdf5/shard.hpp"
 #include "gpufeed/detail/hdf5/shared_chunk_cache.hpp"
 #include "gpufeed/error.hpp"
@@ -44,7 +44,8 @@ inline std::atomic<chunk_decode_hook> chunk_decode_observer{nullptr};
 
 class record_reader {
  public:
-  explicit record_reader(shared_chunk_cache& cache) : hold_(cache), cache_(&cache) {}
+  explicit record_reader(shared_chunk_cache& cache)
+      : scratch_(cache), hold_(cache), cache_(&cache) {}
 
   // Writes record `local` of shard s (global index `global`, for errors) to dst, which holds at
   // least s.record_bytes(local) bytes. `key_base` numbers s's chunks uniquely in the source.
@@ -138,10 +139,7 @@ class record_reader {
   // Lets go of the band it holds pinned in any case.
   void release(std::size_t keep = 0) noexcept {
     hold_.drop();
-    if (stored_.capacity() + a_.capacity() + b_.capacity() <= keep) return;
-    stored_.release();
-    a_.release();
-    b_.release();
+    scratch_.release(keep);
   }
 
   // Records that read a chunk of band `band` (its chunk index along dimension 0) once per epoch:
@@ -310,8 +308,9 @@ class record_reader {
     return true;
   }
 
-  // config_error naming file and record when a decoded chunk of s cannot fit the cache's budget:
-  // it would be decoded outside the cache for every record (shared_chunk_cache.hpp).
+  // config_error naming file, dataset and record when a decoded chunk of s cannot fit the
+  // cache's budget: it would be decoded outside the cache for every record
+  // (shared_chunk_cache.hpp), and its decode scratch outside the budget (scratch_lease.hpp).
   // A budget of 0 (no chunked shard when the source was built, or asked for) caches nothing:
   // every chunk is decoded in the overflow buffer, one at a time.
   void check_fits(const shard_index& s, std::uint64_t global) const {
@@ -320,7 +319,7 @@ class record_reader {
     error_context ctx;
     ctx.file = s.path;
     ctx.record = global;
-    throw config_error("a decoded chunk of this shard holds " +
+    throw config_error("a decoded chunk of dataset '" + s.dataset_name + "' holds " +
                            std::to_string(s.grid.chunk_bytes) +
                            " bytes, more than the decoded-chunk budget of " +
                            std::to_string(budget) +
@@ -364,7 +363,11 @@ class record_reader {
     int first = 0;  // the first filter applied when writing = the last one undone here
     while (!active(first)) ++first;
 
-    std::span<std::byte> cur = stored_.resize(static_cast<std::size_t>(c.size));
+    // The scratch, counted in the cache's budget (scratch_lease.hpp), held until the end.
+    check_fits(s, global);  // also when decoded into the record: its scratch is as large
+    const scratch_lease::use held = scratch_.begin(scratch_need_of(s, c));
+    scratch_account& acc = held.account();
+    std::span<std::byte> cur = acc.stored.resize(static_cast<std::size_t>(c.size));
     s.file.read_exact(cur.data(), cur.size(), c.address, global);
     for (int k = n - 1; k >= 0; --k) {
       if (!active(k)) continue;
@@ -393,7 +396,7 @@ class record_reader {
                   "filter pipeline");
         target = out;
       } else {
-        target = (cur.data() == a_.data() ? b_ : a_).resize(want);
+        target = (cur.data() == acc.a.data() ? acc.b : acc.a).resize(want);  // within need
       }
       if (f.kind == filter_kind::shuffle) {
         unshuffle(cur.data(), target.data(), cur.size(), f.element_size);
@@ -417,7 +420,7 @@ class record_reader {
     if (cur.data() != out.data()) std::memcpy(out.data(), cur.data(), out.size());
   }
 
-  byte_buffer stored_, a_, b_;
+  scratch_lease scratch_;  // the chunk's stored bytes and filter stages (decode())
   band_hold hold_;  // the chunks of the record's band pinned through pin_ready (null bytes: not
                     // ready then, read through try_get / get), kept across rows of one band
   std::vector<std::size_t> deferred_;      // one record's chunks (plan places) another reader

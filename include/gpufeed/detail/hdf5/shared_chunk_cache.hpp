@@ -20,8 +20,11 @@
 // chunk can be evicted, it decodes into the cache's one overflow buffer for this one record and
 // does not cache it (counted as uncached_decodes): one such decode at a time, so N readers never
 // hold N extra copies (decoded memory stays within the budget plus one chunk, which is no larger
-// than the budget: record_reader refuses a chunk larger than the budget). Buffers of forgotten chunks (forget_unused) stay held
-// as spares, taken by the next decodes of their size, freed first when room is needed otherwise.
+// than the budget: record_reader refuses a chunk larger than the budget). Buffers of forgotten
+// chunks (forget_unused) stay held as spares, taken by the next decodes of their size, freed
+// first when room is needed otherwise. Readers' decode scratch (a chunk's stored bytes, its
+// filters' intermediate outputs) is counted in the same held bytes (decode_scratch.hpp,
+// reserve_scratch): idle scratch is freed for room like a spare.
 //
 // Eviction rule (the victim when room is needed):
 //   1. a spent chunk: one that every record touching it has read since it was decoded (reads a
@@ -60,6 +63,7 @@
 
 #include "gpufeed/decode_stats.hpp"
 #include "gpufeed/detail/byte_buffer.hpp"
+#include "gpufeed/detail/hdf5/decode_scratch.hpp"
 
 namespace gpufeed::detail::hdf5 {
 
@@ -253,6 +257,8 @@ class shared_chunk_cache {
     clear_unused(/*keep_counted=*/false, [](spare_buffer) noexcept {});  // freed on return
     while (free_one_spare()) {
     }
+    while (give_back_idle(nullptr)) {
+    }
   }
   // Forgets every chunk no reader holds (the next read decodes it again) but keeps its buffer,
   // still counted in the held bytes, for the next decode of that size: a decode into a buffer
@@ -286,6 +292,7 @@ class shared_chunk_cache {
       t.decoded_ahead += s.stats.decoded_ahead;
     }
     t.cache_peak_bytes = peak_.load(std::memory_order_relaxed);
+    t.scratch_peak_bytes = scratch_.peak();
     t.cache_budget_bytes = budget_.load(std::memory_order_relaxed);
     t.chunks_decoded += direct_chunks_.load(std::memory_order_relaxed);
     t.decoded_bytes += direct_bytes_.load(std::memory_order_relaxed);
@@ -298,7 +305,53 @@ class shared_chunk_cache {
     return held_.load(std::memory_order_acquire);
   }
 
+  // The readers' decode scratch accounts (decode_scratch.hpp).
+  [[nodiscard]] scratch_registry& scratch() noexcept { return scratch_; }
+  // Reserves `bytes` of the budget for the scratch of account `self`, whose own buffers the
+  // caller freed first: free room, spare buffers, spent chunks, other readers' idle scratch.
+  // Never evicts a chunk with records still to read (that would cost a decode again) and never
+  // waits. False when the budget cannot hold them now (the caller decodes outside it, holding
+  // scratch_overflow(): one at a time).
+  bool reserve_scratch(std::size_t bytes, const scratch_account& self) noexcept {
+    if (bytes > budget_.load(std::memory_order_relaxed)) return false;
+    for (;;) {
+      if (try_add(bytes)) {
+        scratch_.add_held(bytes);
+        return true;
+      }
+      if (free_one_spare()) continue;
+      std::unique_ptr<std::byte[]> none;
+      if (evict_one(none, 0, /*spent_only=*/true)) continue;
+      if (!give_back_idle(&self)) return false;
+    }
+  }
+  // Gives back scratch bytes reserve_scratch() reserved.
+  void release_scratch(std::size_t bytes) noexcept {
+    if (!bytes) return;
+    held_.fetch_sub(bytes, std::memory_order_acq_rel);
+    scratch_.sub_held(bytes);
+  }
+  [[nodiscard]] std::mutex& scratch_overflow() noexcept { return scratch_overflow_mutex_; }
+
  private:
+  // Adds `bytes` to the held count when they fit the budget.
+  bool try_add(std::size_t bytes) noexcept {
+    std::size_t h = held_.load(std::memory_order_acquire);
+    while (h + bytes <= budget_.load(std::memory_order_relaxed)) {
+      if (held_.compare_exchange_weak(h, h + bytes, std::memory_order_acq_rel)) {
+        raise_to(peak_, h + bytes);
+        return true;
+      }
+    }
+    return false;
+  }
+  // Frees one idle reader's scratch other than `self`'s (true), giving its bytes back.
+  bool give_back_idle(const scratch_account* self) noexcept {
+    const std::size_t bytes = scratch_.free_idle(self);
+    release_scratch(bytes);
+    return bytes != 0;
+  }
+
   stripe& stripe_of(std::uint64_t group) noexcept {
     std::uint64_t h = group * 0x9E3779B97F4A7C15ull;  // Fibonacci hashing: bands are consecutive
     return stripes_[static_cast<std::size_t>(h >> 58)];  // the top 6 bits: 64 stripes
@@ -493,15 +546,14 @@ class shared_chunk_cache {
     if (bytes > budget_.load(std::memory_order_relaxed)) return false;
     if (take_spare(bytes, reused)) return true;  // its bytes are counted already
     for (;;) {
-      std::size_t h = held_.load(std::memory_order_acquire);
-      while (h + bytes <= budget_.load(std::memory_order_relaxed)) {
-        if (held_.compare_exchange_weak(h, h + bytes, std::memory_order_acq_rel)) {
-          raise_to(peak_, h + bytes);
-          return true;
-        }
-      }
+      if (try_add(bytes)) return true;
       if (free_one_spare()) continue;
-      if (!evict_one(reused, bytes, spent_only)) return false;
+      // Spent chunks first, then readers' idle scratch (reallocated by their next decode), then
+      // chunks still to be read (decoded again when read).
+      if (evict_one(reused, bytes, /*spent_only=*/true)) continue;
+      if (spent_only) return false;
+      if (give_back_idle(nullptr)) continue;
+      if (!evict_one(reused, bytes, false)) return false;
     }
   }
 
@@ -558,6 +610,8 @@ class shared_chunk_cache {
   std::atomic<std::size_t> listed_[2] = {0, 0};  // chunks in the stripes' spent, open lists
   std::mutex overflow_mutex_;
   byte_buffer overflow_;  // a chunk decoded outside the budget, under overflow_mutex_
+  std::mutex scratch_overflow_mutex_;  // a decode whose scratch the budget cannot hold
+  scratch_registry scratch_;
   std::mutex spare_mutex_;
   std::vector<spare_buffer> spare_;  // forget_unused()'s buffers, under spare_mutex_
   std::atomic<std::size_t> spare_count_{0};

@@ -104,8 +104,8 @@ struct source_state {
     const shard_slot& sl = *slots[k];
     return sl.opened.get(
         [&] {
-          lru->make_room();
-          auto opened = std::make_unique<shard_index>(open_shard(sl.path, req));
+          auto opened = lru->open_first(
+              [&] { return std::make_unique<shard_index>(open_shard(sl.path, req)); });
           check_identity(sl, *opened);
           if (k > 0) check_matches(*opened, shard(0));
           check_expected(*opened, sl.expected);
@@ -291,8 +291,8 @@ struct source_state {
       opened.resize(slots.size());
       for (std::size_t k = 1; k < slots.size(); ++k) {
         shard_slot& sl = *slots[k];
-        lru->make_room();
-        opened[k] = std::make_unique<shard_index>(open_shard(sl.path, req));
+        opened[k] = lru->open_first(
+            [&] { return std::make_unique<shard_index>(open_shard(sl.path, req)); });
         check_identity(sl, *opened[k]);
         check_matches(*opened[k], z);
         live[k] = opened[k].get();

@@ -11,6 +11,11 @@
 // at once). Opening a shard (detail/lazy_slot.hpp) is thread-safe and happens once; a failed
 // open throws its typed error naming the shard to every caller until an open succeeds; a shard
 // that no longer has the counts and sizes known before is a format_error naming it.
+//
+// Descriptors are bounded (lmdb_options::max_open_shards, detail/shard_lru.hpp): an opened
+// shard's table stays, its environment (descriptor and map) is closed when others need room and
+// reopened by its next read (shard_reopen.hpp). With a bound, every use of a shard's environment
+// holds a pin (pin(), pin_if_open()); table() alone gives the records, not an open environment.
 #pragma once
 
 #include <algorithm>
@@ -24,8 +29,10 @@
 #include <vector>
 
 #include "gpufeed/detail/lazy_slot.hpp"
+#include "gpufeed/detail/lmdb/shard_reopen.hpp"
 #include "gpufeed/detail/lmdb/shard_table.hpp"
 #include "gpufeed/detail/pack_manifest.hpp"
+#include "gpufeed/detail/shard_lru.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail::lmdb {
@@ -39,14 +46,20 @@ struct shard_extent {
 class catalog {
  public:
   // eager: every shard opened at construction (so are mutable shards: their tables must be a
-  // snapshot taken when the source opens, not when a record is first used).
+  // snapshot taken when the source opens, not when a record is first used). max_open: the most
+  // shards whose environments stay open (0: no bound).
   catalog(const std::vector<std::filesystem::path>& paths, bool datum, bool immutable,
-          unsigned max_readers, bool eager)
+          unsigned max_readers, bool eager, std::size_t max_open)
       : datum_(datum), immutable_(immutable), max_readers_(max_readers) {
     for (const auto& p : paths) {
       slots_.push_back(std::make_unique<slot>());
       slots_.back()->path = p;
     }
+    live_.assign(paths.size(), nullptr);
+    lru_ = std::make_unique<shard_lru>(
+        paths.size(), max_open,
+        [this](std::size_t k) { reopen_env(*live_[k], max_readers_, immutable_); },
+        [this](std::size_t k) noexcept { close_env(*live_[k]); });
     find_manifest();
     if (eager || !immutable_ || slots_.size() == 1)
       open_all();
@@ -79,6 +92,20 @@ class catalog {
     return opens_.load(std::memory_order_relaxed);
   }
 
+  // Whether environments are bounded: readers then pin the shard they read (pin()), one at a
+  // time, and end their transaction on it before unpinning.
+  [[nodiscard]] bool bounded() const noexcept { return lru_->limit() != 0; }
+  // Environments open now.
+  [[nodiscard]] std::size_t open_envs() const { return lru_->open_count(); }
+  // Shard k (table(k) returned before) with its environment open until unpin(k); reopens it when
+  // it was closed (reopen_env()'s errors).
+  void pin(std::size_t k) const { lru_->pin(k); }
+  // Pins shard k when its environment is open now; false when it is not (nothing pinned).
+  [[nodiscard]] bool pin_if_open(std::size_t k) const noexcept {
+    return if_open(k) && lru_->pin_if_open(k);
+  }
+  void unpin(std::size_t k) const noexcept { lru_->unpin(k); }
+
   // Callers check i < size().
   [[nodiscard]] std::size_t shard_of(std::uint64_t i) const noexcept {
     if (slots_.size() == 1) return 0;
@@ -92,9 +119,12 @@ class catalog {
     const slot& sl = *slots_[k];
     return sl.table.get(
         [&] {
-          auto t = open_table(sl.path, first_[k], datum_, immutable_, max_readers_);
+          auto t = lru_->open_first(
+              [&] { return open_table(sl.path, first_[k], datum_, immutable_, max_readers_); });
           check_identity(sl, *t);
           check_expected(*t, sl.expected);
+          live_[k] = t.get();
+          lru_->adopt(k);
           return t;
         },
         opens_);
@@ -167,21 +197,33 @@ class catalog {
     return shard_extent{t.records(), t.min_record, t.max_record};
   }
 
-  // Every shard opened now. Opening all before scanning lets one read of /proc/self/maps locate
-  // every map where map_base_direct() cannot.
+  // Every shard opened now. Within the bound, opening all before scanning lets one read of
+  // /proc/self/maps locate every map where map_base_direct() cannot; past it, shard after shard,
+  // the least recently used closed again to make room.
   void open_all() {
     extents_from_ = "opened";
     std::vector<std::unique_ptr<shard_table>> tables;
-    for (const auto& sl : slots_)
-      tables.push_back(std::make_unique<shard_table>(open_shard(sl->path, max_readers_,
-                                                                immutable_), 0));
-    const std::vector<mapping> maps = file_mappings();  // (LMDB never moves a map)
+    const bool all_at_once = !bounded() || slots_.size() <= lru_->limit();
+    std::vector<mapping> maps;
+    if (all_at_once) {
+      for (const auto& sl : slots_)
+        tables.push_back(std::make_unique<shard_table>(open_shard(sl->path, max_readers_,
+                                                                  immutable_), 0));
+      maps = file_mappings();  // (LMDB never moves a map)
+    }
     for (std::size_t k = 0; k < slots_.size(); ++k) {
+      if (!all_at_once)
+        tables.push_back(lru_->open_first([&] {
+          return std::make_unique<shard_table>(open_shard(slots_[k]->path, max_readers_,
+                                                          immutable_), 0);
+        }));
       check_identity(*slots_[k], *tables[k]);
       tables[k]->first = first_.back();
-      tables[k]->scan(&maps, datum_, immutable_);
+      tables[k]->scan(all_at_once ? &maps : nullptr, datum_, immutable_);
       slots_[k]->expected = extent_of(*tables[k]);
       first_.push_back(first_.back() + tables[k]->records());
+      live_[k] = tables[k].get();
+      lru_->adopt(k);
     }
     for (std::size_t k = 0; k < slots_.size(); ++k) slots_[k]->table.set(std::move(tables[k]));
     opens_.store(slots_.size());
@@ -193,6 +235,8 @@ class catalog {
     auto t0 = open_table(slots_[0]->path, 0, datum_, immutable_, max_readers_);
     check_identity(*slots_[0], *t0);
     slots_[0]->expected = extent_of(*t0);
+    live_[0] = t0.get();
+    lru_->adopt(0);
     slots_[0]->table.set(std::move(t0));
     opens_.store(1);
     const auto& listed = listed_;
@@ -230,6 +274,10 @@ class catalog {
   std::string extents_from_;
   std::optional<listed_shards> listed_;  // pack's manifest beside the shards, if any
   mutable std::atomic<std::size_t> opens_{0};
+  // Opened shards' tables, by shard, for the LRU's callbacks: set before a shard is adopted,
+  // read only under the LRU's lock.
+  mutable std::vector<const shard_table*> live_;
+  std::unique_ptr<shard_lru> lru_;  // bounds the shards whose environments are open
 };
 
 }  // namespace gpufeed::detail::lmdb

@@ -35,8 +35,15 @@ inline void advise_pages(const shard& s, std::uint64_t at, std::uint64_t end) no
   (void)::madvise(const_cast<std::byte*>(s.valid.base) + at, end - at, MADV_WILLNEED);
 }
 
+struct unpin_at_exit {
+  const catalog& c;
+  std::size_t k;
+  ~unpin_at_exit() { c.unpin(k); }
+};
+
 // Advises the pages of records [first, first + count) (clipped to the catalog). Shards not
-// opened yet are not advised (opening is I/O; their first read opens them).
+// opened yet, or whose environment is closed (bounded), are not advised (opening is I/O; their
+// first read opens them). An advised shard is pinned meanwhile, so its map stays.
 inline void advise_records(const catalog& c, std::uint64_t first, std::uint64_t count) noexcept {
   if (first >= c.size()) return;
   const std::uint64_t end = c.size() - first < count ? c.size() : first + count;
@@ -44,7 +51,9 @@ inline void advise_records(const catalog& c, std::uint64_t first, std::uint64_t 
   const std::uint64_t page = os_page > 0 ? static_cast<std::uint64_t>(os_page) : 4096;
   for (std::size_t k = c.shard_of(first); k < c.shard_count() && c.shard_first(k) < end; ++k) {
     const shard_table* t = c.if_open(k);
-    if (!t || !t->s.valid.known()) continue;
+    if (!t || !c.pin_if_open(k)) continue;  // a closed environment is not reopened for advice
+    const unpin_at_exit pin{c, k};
+    if (!t->s.valid.known()) continue;
     const shard& s = t->s;
     std::uint64_t at = 0, stop = 0;
     bool any = false;

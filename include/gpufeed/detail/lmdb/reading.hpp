@@ -36,9 +36,30 @@ inline void check_index(const catalog& c, std::uint64_t i) {
 }
 
 // The read transactions one thread uses: one per shard, begun on first use, reset by idle() and
-// renewed on the next read. Not thread-safe; moving it is cheap.
+// renewed on the next read. With bounded environments (catalog::bounded()) one shard at a time:
+// the set pins the shard it reads, and ends its transaction and unpins it when it moves to
+// another shard or idles, so a closed environment never has a live transaction and each
+// reading thread holds at most one pin. Not thread-safe; moving it is cheap.
 class txn_set {
  public:
+  txn_set() noexcept = default;
+  txn_set(txn_set&& o) noexcept
+      : txns_(std::move(o.txns_)), active_(std::move(o.active_)),
+        pinned_(std::exchange(o.pinned_, nullptr)), held_(o.held_) {}
+  txn_set& operator=(txn_set&& o) noexcept {
+    std::swap(txns_, o.txns_);
+    std::swap(active_, o.active_);
+    std::swap(pinned_, o.pinned_);
+    std::swap(held_, o.held_);
+    return *this;
+  }
+  txn_set(const txn_set&) = delete;
+  txn_set& operator=(const txn_set&) = delete;
+  ~txn_set() { release(); }
+
+  // Whether a shard is pinned now (bounded environments only).
+  [[nodiscard]] bool holds_pin() const noexcept { return pinned_ != nullptr; }
+
   // Throws io_error when s's data file is now shorter than at open (LMDB never shrinks it: the
   // file was truncated by someone else, and reading pages past its end would fault).
   static void check_not_shrunk(const shard_table& t, std::uint64_t i) {
@@ -72,6 +93,12 @@ class txn_set {
                              tab.key_note(local),
                          record_context(s, i));
     if (txns_.size() != c.shard_count()) txns_.resize(c.shard_count());
+    if (c.bounded() && (pinned_ != &c || held_ != si)) {
+      release();
+      c.pin(si);  // reopens a closed environment (its errors name the shard)
+      pinned_ = &c;
+      held_ = si;
+    }
     read_txn& t = txns_[si];
     if (!t.active()) {
       const char* api = t.get() ? "mdb_txn_renew" : "mdb_txn_begin";
@@ -150,14 +177,27 @@ class txn_set {
   }
 
   // Releases every snapshot this set holds (mdb_txn_reset); the txns are renewed on next use.
+  // A pinned shard's txn is ended and the shard unpinned.
   void idle() noexcept {
     for (std::uint32_t si : active_) txns_[si].reset();
     active_.clear();
+    release();
   }
 
  private:
+  // Ends the pinned shard's txn (its environment may close once unpinned) and unpins it.
+  void release() noexcept {
+    if (!pinned_) return;
+    if (held_ < txns_.size()) txns_[held_].discard();
+    active_.clear();  // only the pinned shard's txn was active
+    pinned_->unpin(held_);
+    pinned_ = nullptr;
+  }
+
   std::vector<read_txn> txns_;         // indexed by shard
   std::vector<std::uint32_t> active_;  // shards whose txn holds a snapshot (may repeat)
+  const catalog* pinned_ = nullptr;    // the catalog whose shard held_ this set pins, if any
+  std::size_t held_ = 0;
 };
 
 // Transaction sets for the thread-safe lmdb_source::read(): a caller takes one (or a fresh one),
@@ -172,8 +212,9 @@ class txn_pool {
     free_.pop_back();
     return t;
   }
+  // A set that pins a shard (bounded environments) is idled too: no pin outlives the call.
   void give(txn_set&& t, bool keep_snapshot) noexcept {
-    if (!keep_snapshot) t.idle();
+    if (!keep_snapshot || t.holds_pin()) t.idle();
     try {
       std::lock_guard<std::mutex> lock(mutex_);
       free_.push_back(std::move(t));

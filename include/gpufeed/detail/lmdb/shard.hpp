@@ -39,6 +39,11 @@ struct shard {
   std::uint32_t psize = 0;    // LMDB's page size
   int fd = -1;                // LMDB's descriptor of the data file (LMDB closes it)
   region valid;               // bytes keys and values may point into (set by the scan)
+  // The data file's identity when it was opened (a reopen must find the same): device, inode,
+  // and LMDB's last committed transaction (the newest meta page's txnid).
+  dev_t dev = 0;
+  ino_t ino = 0;
+  std::uint64_t txnid = 0;
 };
 
 // Why value v (an MDB_val LMDB returned for s) must not be delivered, or null. A value on
@@ -71,8 +76,10 @@ inline const char* check_overflow_value(const shard& s, const MDB_val& v) noexce
 }
 
 // Opens the environment at `path`: a directory holding data.mdb (+ lock.mdb), the data.mdb file
-// itself, or any other file, opened as a MDB_NOSUBDIR environment.
-inline shard open_shard(const std::filesystem::path& path, unsigned max_readers, bool immutable) {
+// itself, or any other file, opened as a MDB_NOSUBDIR environment. reopening: the B-tree's pages
+// are not checked again (the caller compares the file's identity with the first open's).
+inline shard open_shard(const std::filesystem::path& path, unsigned max_readers, bool immutable,
+                        bool reopening = false) {
   namespace fs = std::filesystem;
   shard s;
   s.dir = path;
@@ -114,7 +121,7 @@ inline shard open_shard(const std::filesystem::path& path, unsigned max_readers,
   }
   if (data_size == 0)
     throw format_error("not an LMDB environment: data.mdb is empty", file_context(s.data_file));
-  check_data_file(s.data_file, data_size, immutable);
+  check_data_file(s.data_file, data_size, immutable && !reopening);
 
   MDB_env* raw = nullptr;
   if (int rc = mdb_env_create(&raw); rc != MDB_SUCCESS)
@@ -162,6 +169,9 @@ inline shard open_shard(const std::filesystem::path& path, unsigned max_readers,
   s.fd = fd;
   s.psize = est.ms_psize;
   s.map_size = info.me_mapsize;
+  s.dev = fst.st_dev;
+  s.ino = fst.st_ino;
+  s.txnid = info.me_last_txnid;
   const std::uint64_t pages = static_cast<std::uint64_t>(info.me_last_pgno) + 1;
   const std::uint64_t psize = est.ms_psize;
   if (psize == 0 || pages > std::numeric_limits<std::uint64_t>::max() / psize ||

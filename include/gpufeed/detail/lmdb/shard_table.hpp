@@ -73,14 +73,15 @@ inline std::string key_text(std::span<const std::byte> key) {
 }
 
 // One opened shard: its environment and the table of its records (local index r holds global
-// record first + r). Immutable after open_table() returns it.
+// record first + r). The table is immutable after open_table() returns it; the environment (s)
+// is closed and reopened by the catalog's shard_lru (shard_reopen.hpp) while no reader pins it.
 class shard_table {
  public:
   // Where a value starts in the data file (read-ahead advice only), or no_offset where the
   // map's place was not found.
   static constexpr std::uint64_t no_offset = ~std::uint64_t{0};
 
-  shard s;
+  mutable shard s;  // changed only by close_env() / reopen_env(), under the LRU's lock
   std::uint64_t first = 0;  // global index of its first record
   std::size_t min_record = 0, max_record = 0;  // delivered sizes
   std::uint64_t data_bytes = 0;                // sum of delivered sizes
