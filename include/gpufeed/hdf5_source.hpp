@@ -109,8 +109,8 @@ namespace gpufeed {
 
 // Models gpufeed::source, labeled_source, fixed_size_aware_source, reader_source,
 // decode_unit_source, read_planning_source, read_ahead_source, decode_stats_source,
-// file_naming_source and record_naming_source. Move-only;
-// readers refer to the source, which must outlive them.
+// file_naming_source and record_naming_source. Move-only. Readers share the source's state (open
+// shards, the decoded-chunk cache): a reader stays valid when its source is moved or destroyed.
 class hdf5_source {
  public:
   // Shards, in record order, as users write them: one path or name, a braced list of names
@@ -131,7 +131,7 @@ class hdf5_source {
       : hdf5_source(detail::to_shard_paths(std::forward<R>(shards)), std::move(options)) {}
 
   explicit hdf5_source(std::vector<std::filesystem::path> shards, hdf5_options options = {})
-      : state_(std::make_unique<detail::hdf5::source_state>(
+      : state_(std::make_shared<detail::hdf5::source_state>(
             detail::expand_pack_directory(std::move(shards), "hdf5"), options)) {}
 
   hdf5_source(const hdf5_source&) = delete;
@@ -329,7 +329,8 @@ class hdf5_source {
     return *state_;
   }
 
-  std::unique_ptr<detail::hdf5::source_state> state_;
+  // Shared with readers, which may outlive the source.
+  std::shared_ptr<detail::hdf5::source_state> state_;
   // shards(): built once, after opening every shard (call_once retries after a throw).
   std::unique_ptr<std::once_flag> info_once_ = std::make_unique<std::once_flag>();
   mutable std::vector<hdf5_shard_info> info_;
@@ -337,8 +338,8 @@ class hdf5_source {
 
 // Per-thread reader: decoder state and scratch buffers (decoded chunks live in the source's
 // shared cache; between reads it may keep one band of them pinned, let go by idle() and by its
-// destructor). Not thread-safe itself; one per worker thread. Movable. It must not outlive its
-// source.
+// destructor). Not thread-safe itself; one per worker thread. Movable. It holds the source's
+// state, so it may outlive the source object.
 class hdf5_source::reader {
  public:
   // config_error when i is out of range or dst is smaller than record_size(i).
@@ -400,8 +401,8 @@ class hdf5_source::reader {
 
  private:
   friend class hdf5_source;
-  explicit reader(const detail::hdf5::source_state* state)
-      : state_(state), impl_(*state->cache) {}
+  explicit reader(std::shared_ptr<const detail::hdf5::source_state> state)
+      : state_(std::move(state)), impl_(*state_->cache) {}
 
   bool read_at(std::uint64_t i, std::span<std::byte> dst, bool wait) {
     const std::size_t k = state_->locate(i);
@@ -420,16 +421,20 @@ class hdf5_source::reader {
     return impl_.read(s, state_->key_base[k], local, i, dst, wait);
   }
 
-  const detail::hdf5::source_state* state_;
+  std::shared_ptr<const detail::hdf5::source_state> state_;  // declared first: outlives impl_
   detail::hdf5::record_reader impl_;
   std::vector<iovec> iov_;  // read_run's scratch
 };
 
 inline void hdf5_source::read(std::uint64_t i, std::span<std::byte> dst) const {
-  reader r(&state());
+  (void)state();  // config_error on a moved-from source
+  reader r(state_);
   r.read(i, dst);
 }
 
-inline hdf5_source::reader hdf5_source::make_reader() const { return reader(&state()); }
+inline hdf5_source::reader hdf5_source::make_reader() const {
+  (void)state();  // config_error on a moved-from source
+  return reader(state_);
+}
 
 }  // namespace gpufeed

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "gpufeed/detail/pack_directory.hpp"
 #include "gpufeed/hdf5_source.hpp"
 #include "gpufeed/pack/hdf5_extras.hpp"
 #include "gpufeed/pack/pack.hpp"
@@ -236,4 +237,68 @@ TEST_CASE("a file that changes size while packing: io_error, and no shard or tem
     }
     CHECK(fs::is_empty(out));
   }
+}
+
+TEST_CASE("while pack runs, its directory is always a pack that did not finish, until the manifest") {
+  // kill -9 may come at any moment: between one shard's rename and the next one's temporary, or
+  // after the last shard while --verify reads them back. Whatever it leaves must be refused as
+  // unfinished, never taken for a complete set of shards.
+  gpufeed::test::temp_dir dir("marked");
+  std::vector<pack_input> in;
+  for (int i = 0; i < 12; ++i) {
+    const fs::path p = dir / ("in/f" + std::to_string(i));
+    write_file(p, random_bytes(1u << 20, static_cast<std::uint32_t>(i)));
+    in.push_back({p, p.filename().string(), std::nullopt});
+  }
+  for (const auto format : {shard_format::hdf5, shard_format::lmdb}) {
+    CAPTURE(to_string(format));
+    pack_options o;
+    o.format = format;
+    o.threads = 1;
+    o.shard_bytes = 4u << 20;
+    o.verify = true;
+    const fs::path out = dir / to_string(format);
+    const std::string shard0 = format == shard_format::hdf5 ? "shard-00000.h5" : "shard-00000.lmdb";
+    std::size_t asked = 0, unmarked = 0, between = 0;
+    o.cancelled = [&] {
+      if (!fs::exists(out)) return false;  // not prepared yet
+      ++asked;
+      if (gpufeed::detail::find_pack_leftovers(out).empty()) ++unmarked;
+      // Only finished shards of final names: the window a plain temporary per shard left open.
+      bool temp = false;
+      for (const auto& e : fs::directory_iterator(out)) {
+        const std::string n = e.path().filename().string();
+        temp = temp || (n.ends_with(".tmp") && n != ".manifest.json.tmp");
+      }
+      if (!temp && fs::exists(out / shard0)) ++between;
+      return false;
+    };
+    const pack_result r = pack(in, out, o);
+    CHECK(r.shards.size() == 3);
+    CHECK(asked > 3);
+    CHECK(between >= 3);  // verify asks once per shard, every shard renamed by then
+    CHECK(unmarked == 0);
+    // Finished: the manifest replaced the mark, and the sources take the directory.
+    CHECK(fs::exists(out / "manifest.json"));
+    CHECK_FALSE(fs::exists(out / ".manifest.json.tmp"));
+    CHECK(gpufeed::detail::find_pack_leftovers(out).empty());
+  }
+}
+
+TEST_CASE("a pack that fails or is cancelled removes its in-progress mark with its shards") {
+  gpufeed::test::temp_dir dir("unmark");
+  std::vector<pack_input> in;
+  for (int i = 0; i < 6; ++i) {
+    const fs::path p = dir / ("in/f" + std::to_string(i));
+    write_file(p, random_bytes(1u << 20, static_cast<std::uint32_t>(100 + i)));
+    in.push_back({p, p.filename().string(), std::nullopt});
+  }
+  pack_options o;
+  o.threads = 1;
+  o.shard_bytes = 2u << 20;
+  int calls = 0;
+  o.cancelled = [&] { return ++calls > 3; };
+  const fs::path out = dir / "out";
+  CHECK_THROWS_AS((void)pack(in, out, o), cancelled_error);
+  CHECK(fs::is_empty(out));
 }

@@ -6,7 +6,9 @@
 // suffix. Input names are data stored inside shards, never paths, so no input name can make pack
 // write elsewhere. Files are written under a hidden temporary name (".<name>.tmp") and renamed
 // once complete and synced: a crash leaves at most a temporary, never a half shard with a final
-// name. The manifest is written last.
+// name. The manifest's temporary is created first and renamed last, so a directory pack is
+// writing always holds a hidden temporary until the manifest is in place: however pack stops,
+// what it leaves is recognised as a pack that did not finish (gpufeed/detail/pack_directory.hpp).
 #pragma once
 
 #include <fcntl.h>
@@ -212,11 +214,30 @@ inline void sync_file(const fs::path& p) {
   if (rc != 0) throw_errno("cannot flush a written file to disk", p, "fsync", e);
 }
 
-// Writes `text` to out/name through a synced temporary and a rename.
+// Creates out/<temp_name(name)> empty, before anything else is written, and syncs the directory:
+// the mark of a pack in progress that write_file_atomically(out, name, ...) replaces at the end.
+// Returns its path, for the caller to remove when the pack fails.
+inline fs::path mark_in_progress(const fs::path& out, const std::string& name) {
+  const fs::path tmp = out / temp_name(name);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) throw_errno("cannot create a file in the output directory", tmp, "open", errno);
+  ::close(fd);
+  const int dir = ::open(out.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) throw_errno("cannot open the output directory to flush it", out, "open", errno);
+  const int rc = ::fsync(dir);
+  const int e = errno;
+  ::close(dir);
+  if (rc != 0 && e != EINVAL)  // EINVAL: a file system that cannot sync directories
+    throw_errno("cannot flush the output directory", out, "fsync", e);
+  return tmp;
+}
+
+// Writes `text` to out/name through a synced temporary (the mark_in_progress() file when there is
+// one) and a rename.
 inline void write_file_atomically(const fs::path& out, const std::string& name,
                                   const std::string& text) {
   const fs::path tmp = out / temp_name(name);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) throw_errno("cannot create a file in the output directory", tmp, "open", errno);
   std::size_t done = 0;
   while (done < text.size()) {

@@ -48,6 +48,7 @@ inline pack_result run_job(const pack_job& job, const std::filesystem::path& out
   threads = std::min(threads, plan.batches.size());
 
   std::vector<std::filesystem::path> written;  // removed if pack fails
+  written.push_back(mark_in_progress(out_dir, manifest_name));
   try {
     write_shards(job, plan, out_dir, o, threads, meter, res, crc, written);
   } catch (const pack_stop&) {
