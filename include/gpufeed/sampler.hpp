@@ -183,6 +183,19 @@ class sampler {
     sequence_.fill(s.epoch, span_at(s.position).first, out.first(static_cast<std::size_t>(n)));
     return static_cast<std::size_t>(n);
   }
+  // Records [first, first + out.size()) of the batch batch(s, ...) writes, into out: what
+  // batch() writes at out[first...], so that threads may each fill a part of one batch.
+  // Thread-safe. Throws config_error when the part is not inside the batch.
+  void batch_part(const sampler_state& s, std::uint64_t first, std::span<std::uint64_t> out) const {
+    const std::uint64_t n = batch_records(s);
+    if (first > n || out.size() > n - first)
+      throw config_error("records " + std::to_string(first) + " to " +
+                         std::to_string(first + out.size()) + " are not inside the batch of " +
+                         std::to_string(n) + " records at position " +
+                         std::to_string(s.position) + " of epoch " + std::to_string(s.epoch));
+    sequence_.fill(s.epoch, span_at(s.position).first + first, out);
+  }
+
   // Batch b of a whole `epoch` at this world size.
   std::size_t batch(std::uint64_t epoch, std::uint64_t b, std::span<std::uint64_t> out) const {
     if (b >= batches_per_epoch())

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <memory_resource>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,15 @@ struct unit_source : fixed_source {  // decode units of 5 records
 
 struct one_unit_source : fixed_source {  // every record in one decode unit
   std::uint64_t decode_unit(std::uint64_t) const { return 0; }
+};
+
+struct own_unit_source : fixed_source {  // decode units of one record: nothing to decode
+  std::uint64_t decode_unit(std::uint64_t i) const { return i; }
+};
+
+struct labeled_fixed_source : fixed_source {  // label i = 1000 - i
+  bool has_labels() const { return true; }
+  std::int64_t label(std::uint64_t i) const { return 1000 - static_cast<std::int64_t>(i); }
 };
 
 std::string config_message(const loader_config& c) {
@@ -138,6 +148,81 @@ TEST_CASE("split_tasks: chunk_records positions per task, or on to the end of a 
   CHECK(t[1].end == 23);
   detail::split_tasks(unit_source{}, 0, idx.data(), idx.size(), 4, false, t);
   CHECK(t.size() == 6);  // unit_tasks off: plain chunks
+}
+
+TEST_CASE("resolve_config: block_shuffled sorts a batch's reads only where units hold records") {
+  loader_config c;
+  c.batch_size = 10;
+  c.order = sample_order::block_shuffled;
+  const auto shared = detail::resolve_config<loader_options<>>(unit_source{}, c, 8);
+  CHECK(shared.sorted_tasks);
+  CHECK(shared.records_per_decode_unit == 5);
+  const auto own = detail::resolve_config<loader_options<>>(own_unit_source{}, c, 8);
+  CHECK_FALSE(own.sorted_tasks);  // the sort would cost the planner and gain nothing
+  CHECK(own.records_per_decode_unit == 1);
+  CHECK_FALSE(detail::resolve_config<loader_options<>>(fixed_source{}, c, 8).sorted_tasks);
+  c.order = sample_order::shuffled;
+  CHECK_FALSE(detail::resolve_config<loader_options<>>(unit_source{}, c, 8).sorted_tasks);
+}
+
+TEST_CASE("tasks_fill_records: tasks filling their parts of a batch write what the planner would") {
+  // Fixed-size records without a transform: the planner sets only the batch's shape and each
+  // worker task fills its records' indices, offsets and labels. Parts filled in any order, over
+  // every order, world size and the epoch's short last batch, equal plan_batch()'s slot.
+  const labeled_fixed_source src;
+  for (const auto order :
+       {sample_order::shuffled, sample_order::sequential, sample_order::block_shuffled}) {
+    for (const std::uint32_t world : {1u, 3u}) {
+      const std::string order_name = to_string(order);
+      CAPTURE(order_name);
+      CAPTURE(world);
+      loader_config c;
+      c.batch_size = 16;
+      c.order = order;
+      c.shuffle_window = 2;
+      c.part = partition{world - 1, world};
+      const auto p = detail::resolve_config<loader_options<>>(src, c, 8);
+      REQUIRE(p.tasks_fill_records);
+      REQUIRE(p.labels);
+      const detail::slot_layout l = p.layout();
+      detail::staging_slot whole, parts;
+      whole.buffer = resource_buffer(std::pmr::new_delete_resource(), l.slot_bytes());
+      parts.buffer = resource_buffer(std::pmr::new_delete_resource(), l.slot_bytes());
+      std::size_t batches = 0;
+      for (sampler_state at = p.start; at.epoch < 2; at = p.order.advance(at), ++batches) {
+        for (auto* s : {&whole, &parts}) {
+          s->meta = batch_meta{};
+          s->meta.epoch = at.epoch;
+          s->meta.position = at.position;
+        }
+        detail::plan_batch(src, p, whole);
+        detail::plan_batch_shape(p, parts);
+        REQUIRE(parts.meta.records == whole.meta.records);
+        CHECK(parts.meta.data_bytes == whole.meta.data_bytes);
+        const std::size_t n = parts.meta.records;
+        for (std::size_t b = n; b > 0;) {  // last part first, parts of 5
+          const std::size_t a = b > 5 ? b - 5 : 0;
+          detail::fill_task_records(src, p, parts, a, b);
+          b = a;
+        }
+        std::byte* w = whole.buffer.data();
+        std::byte* q = parts.buffer.data();
+        for (std::size_t k = 0; k < n; ++k) {
+          CHECK(detail::slot_layout::indices(q, l)[k] == detail::slot_layout::indices(w, l)[k]);
+          CHECK(detail::slot_layout::labels(q, l)[k] == detail::slot_layout::labels(w, l)[k]);
+          CHECK(detail::slot_layout::offsets(q, l)[k] == detail::slot_layout::offsets(w, l)[k]);
+        }
+        CHECK(detail::slot_layout::offsets(q, l)[n] == detail::slot_layout::offsets(w, l)[n]);
+      }
+      CHECK(batches >= 2 * p.order.batches_per_epoch());
+    }
+  }
+  // Not for records of varying size, record transforms, or tasks cut by decode unit.
+  loader_config c;
+  c.batch_size = 10;
+  c.order = sample_order::sequential;
+  CHECK_FALSE(detail::resolve_config<loader_options<>>(unit_source{}, c, 8).tasks_fill_records);
+  CHECK(detail::resolve_config<loader_options<>>(own_unit_source{}, c, 8).tasks_fill_records);
 }
 
 TEST_CASE("ready_queue: delivers in sequence order, ends, and bounds batches held") {

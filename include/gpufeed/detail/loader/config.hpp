@@ -29,8 +29,8 @@ struct pipeline_setup {
   // order, automatic task size): a task runs on past chunk_records to the end of its unit.
   bool unit_tasks = false;
   // Workers read a task's records in ascending record order, not batch order (block_shuffled
-  // over decode units: records of one band in a row; see auto_chunk_grouped). Each still lands
-  // in its own place in the slot, so the batch is the same.
+  // over decode units of more than one record: records of one band in a row; see
+  // auto_chunk_grouped). Each still lands in its own place in the slot, so the batch is the same.
   bool sorted_tasks = false;
   sampler_state start;           // the first round to plan
   // The source's records per decode unit (loader_stats::records_per_decode_unit), and the
@@ -40,6 +40,12 @@ struct pipeline_setup {
   // The one-time notice the loader prints when batch_size exceeds the records a rank gets per
   // epoch (without drop_last each epoch is then a single short batch).
   std::string size_notice;
+  // Each worker task fills its own records' indices, offsets and labels (fill_task_records)
+  // instead of the planner filling the whole batch: the planner's work per batch is then constant,
+  // not per record (a keyed permutation per record is most of it), and spread over the workers.
+  // Fixed-size records without a record transform, whose tasks are cut without looking at the
+  // indices (not unit_tasks, not sorted_tasks).
+  bool tasks_fill_records = false;
 
   [[nodiscard]] slot_layout layout() const noexcept {
     return slot_layout{config.batch_size, config.slot_data_bytes};
@@ -157,8 +163,12 @@ pipeline_setup resolve_config(const Source& src, loader_config c,
                    : fixed_record_size(src);
   const bool automatic_chunks = c.chunk_records == 0;
   c.slot_data_bytes = slot_data_bytes(src, c, record_bytes);
+  // Sorting a batch pays only where records share decode work: on units of one record (data
+  // that needs no decode) a batch of a window touches each unit once, so the sort (a planner
+  // cost per record, on one thread) would order reads that gain nothing from it.
+  const double per_unit = records_per_decode_unit(src);
   const bool sorted_tasks = decode_unit_source<Source> && c.order == sample_order::block_shuffled &&
-                            !c.per_record;
+                            !c.per_record && per_unit > 1;
   if (automatic_chunks)
     c.chunk_records = sorted_tasks
                           ? auto_chunk_grouped(c.batch_size, c.slot_data_bytes, c.workers, c.prefetch)
@@ -205,16 +215,18 @@ pipeline_setup resolve_config(const Source& src, loader_config c,
   // Sequential order only: in block_shuffled a batch's neighbours share a unit with probability
   // ~1/window, so tasks would be cut at chunk_records anyway; the decoded-chunk cache is what
   // decodes a unit once there.
+  // Units of one record (data that needs no decode) have nothing to keep together.
   const bool unit_tasks = decode_unit_source<Source> && automatic_chunks &&
-                          c.order == sample_order::sequential;
-  const double per_unit = records_per_decode_unit(src);
+                          c.order == sample_order::sequential && per_unit > 1;
+  const bool tasks_fill_records = record_bytes != 0 && !c.per_record && !unit_tasks &&
+                                  !sorted_tasks;
   std::string notice;
   if (c.order == sample_order::shuffled && per_unit >= shuffled_notice_records)
     notice = shuffled_cost_notice(per_unit);
   const bool labels = has_labels(src);
   return pipeline_setup{std::move(c), std::move(order), record_bytes,      labels, unit_tasks,
                         sorted_tasks, start,            per_unit,          std::move(notice),
-                        std::move(size_notice)};
+                        std::move(size_notice), tasks_fill_records};
 }
 
 }  // namespace gpufeed::detail

@@ -52,6 +52,53 @@ void plan_batch(const Source& src, const pipeline_setup& p, staging_slot& slot) 
   m.data_bytes = cursor;
 }
 
+// pipeline_setup::tasks_fill_records: sets the batch's meta.records and meta.data_bytes and its
+// end offset, leaving each record's index, offset and label to fill_task_records(). Throws
+// config_error as plan_batch() does.
+inline void plan_batch_shape(const pipeline_setup& p, staging_slot& slot) {
+  const slot_layout l = p.layout();
+  batch_meta& m = slot.meta;
+  const sampler_state at{p.start.seed, m.epoch, m.position};
+  const std::uint64_t n = p.order.batch_records(at);
+  if (n == 0 || n > l.batch_size) {  // batch() words the error
+    std::uint64_t none = 0;
+    (void)p.order.batch(at, std::span(&none, 0));
+  }
+  m.records = static_cast<std::size_t>(n);
+  const std::uint64_t bytes = n * p.record_bytes;
+  if (bytes > l.data_capacity)
+    throw config_error("batch " + std::to_string(m.number) + " of epoch " +
+                       std::to_string(m.epoch) + " needs " + std::to_string(bytes) +
+                       " bytes but a slot holds " + std::to_string(l.data_capacity) +
+                       " (raise slot_data_bytes)");
+  slot_layout::offsets(slot.buffer.data(), l)[n] = bytes;
+  m.data_bytes = bytes;
+}
+
+// pipeline_setup::tasks_fill_records: what plan_batch() writes for positions [begin, end) of
+// the batch planned by plan_batch_shape(), written by the worker task that reads them. Labels
+// are read from the source here, so a label the source cannot give fails the task's batch.
+template <source Source>
+void fill_task_records(const Source& src, const pipeline_setup& p, staging_slot& slot,
+                       std::size_t begin, std::size_t end) {
+  std::byte* base = slot.buffer.data();
+  const slot_layout l = p.layout();
+  std::uint64_t* idx = slot_layout::indices(base, l);
+  std::int64_t* lab = slot_layout::labels(base, l);
+  std::uint64_t* off = slot_layout::offsets(base, l);
+  const batch_meta& m = slot.meta;
+  p.order.batch_part(sampler_state{p.start.seed, m.epoch, m.position}, begin,
+                     std::span(idx + begin, end - begin));
+  for (std::size_t k = begin; k < end; ++k) {
+    off[k] = k * p.record_bytes;
+    if (p.labels) {
+      if constexpr (labeled_source<Source>) lab[k] = src.label(idx[k]);
+    } else {
+      lab[k] = 0;
+    }
+  }
+}
+
 // The worker tasks of the `n` records at `idx` (staging slot `s`), into `out`: `step` positions
 // each, or with `unit_tasks`, at least that many and on while the next record shares the last
 // one's decode unit (at most 8 x step, so a huge unit still spreads over workers; each decodes

@@ -90,7 +90,10 @@ class producer {
       slot.error = nullptr;
       const auto ahead = read_ahead_.planning(at);
       try {
-        plan_batch(source_, p, slot);
+        if (p.tasks_fill_records)
+          plan_batch_shape(p, slot);  // the tasks fill their records (run_task)
+        else
+          plan_batch(source_, p, slot);
         if (slot.meta.records) {
           const std::uint64_t* idx = slot_layout::indices(slot.buffer.data(), p.layout());
           if (p.sorted_tasks) sort_positions(slot, idx);
@@ -185,6 +188,7 @@ class producer {
     const bool transform = static_cast<bool>(s_.setup.config.per_record);
     const auto t0 = steady::now();
     std::uint64_t bytes = 0, failures = 0, transform_ns = 0;
+    if (s_.setup.tasks_fill_records) fill_task_records(source_, s_.setup, slot, t.begin, t.end);
     if (transform) {
       probe_range range(s_.engine->probe(), "gpufeed read + transform");
       bytes = stage.run(reader, slot, l, t.begin, t.end, failures, transform_ns);

@@ -10,9 +10,11 @@
 //                   overlap), so position -> record stays O(log units) without replaying the
 //                   epoch, which interleaved ranks and resume at another world size need.
 // block_shuffled keeps, per epoch, the permuted unit ids and the records before each (16 bytes
-// per unit), rebuilt on the first lookup of another epoch, under a mutex. A copy starts with its
-// own empty cache, so the loader's planner and a user's copy (loader::batch_sampler()) looking
-// at different epochs do not rebuild each other's.
+// per unit), built on the first lookup of an epoch under a mutex and kept for the two epochs
+// looked up last (a batch's tasks, filled by the loader's workers in parallel, may straddle an
+// epoch's end). Lookups hold the mutex only to take the epoch's table, not while they use it.
+// A copy starts with its own empty cache, so the loader and a user's copy
+// (loader::batch_sampler()) looking at different epochs do not rebuild each other's.
 #pragma once
 
 #include <algorithm>
@@ -63,27 +65,27 @@ class epoch_sequence {
     return (units_.size() + window_ - 1) / window_;
   }
   [[nodiscard]] std::uint64_t window_of(std::uint64_t epoch, std::uint64_t p) const {
-    std::lock_guard lock(cache_->mutex);
-    const cache& c = prepared(epoch);
+    const auto t = table_of(epoch);
+    const epoch_table& c = *t;
     return slot_of(c, p, 0, c.before.size() - 1) / window_;
   }
   // Positions [first, second) of window w of `epoch` (w < windows()).
   [[nodiscard]] std::pair<std::uint64_t, std::uint64_t> window_bounds(std::uint64_t epoch,
                                                                       std::uint64_t w) const {
-    std::lock_guard lock(cache_->mutex);
-    const cache& c = prepared(epoch);
+    const auto t = table_of(epoch);
+    const epoch_table& c = *t;
     const std::uint64_t last = c.before.size() - 1;
     return {c.before[std::min(last, w * window_)], c.before[std::min(last, (w + 1) * window_)]};
   }
   template <class F>
   void for_each_unit(std::uint64_t epoch, std::uint64_t w, F&& f) const {
-    std::lock_guard lock(cache_->mutex);
-    const cache& c = prepared(epoch);
+    const auto t = table_of(epoch);
+    const epoch_table& c = *t;
     const std::uint64_t end = std::min<std::uint64_t>(c.unit.size(), (w + 1) * window_);
     for (std::uint64_t slot = w * window_; slot < end; ++slot) f(c.unit[slot]);
   }
 
-  // out[k] = the record at position (first + k) mod N of `epoch`.
+  // out[k] = the record at position (first + k) mod N of `epoch`. Thread-safe.
   void fill(std::uint64_t epoch, std::uint64_t first, std::span<std::uint64_t> out) const {
     const auto pos = [&](std::size_t k) { return (first + k) % n_; };
     if (order_ == sample_order::sequential) {
@@ -92,8 +94,8 @@ class epoch_sequence {
       const feistel_permutation perm(n_, key(epoch, 0));
       for (std::size_t k = 0; k < out.size(); ++k) out[k] = perm(pos(k));
     } else {
-      std::lock_guard lock(cache_->mutex);
-      const cache& c = prepared(epoch);
+      const auto t = table_of(epoch);
+      const epoch_table& c = *t;
       std::uint64_t win = std::numeric_limits<std::uint64_t>::max(), lo = 0, hi = 0;
       feistel_permutation perm(1, 0);
       for (std::size_t k = 0; k < out.size(); ++k) {
@@ -114,11 +116,14 @@ class epoch_sequence {
   }
 
  private:
-  struct cache {
-    std::mutex mutex;
-    std::uint64_t epoch = std::numeric_limits<std::uint64_t>::max();
+  struct epoch_table {
+    std::uint64_t epoch = 0;
     std::vector<std::uint64_t> unit;    // unit at each permuted slot
     std::vector<std::uint64_t> before;  // records in the slots before each, then N
+  };
+  struct cache {
+    std::mutex mutex;
+    std::shared_ptr<const epoch_table> last, before_last;  // the two epochs looked up last
   };
 
   [[nodiscard]] std::uint64_t key(std::uint64_t epoch, std::uint64_t part) const noexcept {
@@ -126,27 +131,36 @@ class epoch_sequence {
     return part == 0 ? base : mix64(base ^ mix64(part));  // part 0: shuffled's key
   }
 
-  // Caller holds the mutex.
-  const cache& prepared(std::uint64_t epoch) const {
+  // block_shuffled's table of `epoch`, built once per epoch (O(units)) while no other thread
+  // looks anything up; immutable once made, so callers use it without the mutex.
+  std::shared_ptr<const epoch_table> table_of(std::uint64_t epoch) const {
     cache& c = *cache_;
-    if (c.epoch == epoch) return c;
+    std::lock_guard lock(c.mutex);
+    if (c.last && c.last->epoch == epoch) return c.last;
+    if (c.before_last && c.before_last->epoch == epoch) {
+      std::swap(c.last, c.before_last);
+      return c.last;
+    }
+    auto t = std::make_shared<epoch_table>();
     const std::uint64_t u = units_.size();
     const feistel_permutation perm(u, key(epoch, std::numeric_limits<std::uint64_t>::max()));
-    c.unit.resize(u);
-    c.before.resize(u + 1);
+    t->epoch = epoch;
+    t->unit.resize(u);
+    t->before.resize(u + 1);
     std::uint64_t sum = 0;
     for (std::uint64_t s = 0; s < u; ++s) {
-      c.unit[s] = perm(s);
-      c.before[s] = sum;
-      sum += units_.end(c.unit[s]) - units_.begin(c.unit[s]);
+      t->unit[s] = perm(s);
+      t->before[s] = sum;
+      sum += units_.end(t->unit[s]) - units_.begin(t->unit[s]);
     }
-    c.before[u] = sum;
-    c.epoch = epoch;
-    return c;
+    t->before[u] = sum;
+    c.before_last = std::move(c.last);
+    c.last = std::move(t);
+    return c.last;
   }
 
   // The slot s in [lo, hi) with before[s] <= p < before[s + 1].
-  static std::uint64_t slot_of(const cache& c, std::uint64_t p, std::uint64_t lo,
+  static std::uint64_t slot_of(const epoch_table& c, std::uint64_t p, std::uint64_t lo,
                                std::uint64_t hi) noexcept {
     const auto first = c.before.begin() + static_cast<std::ptrdiff_t>(lo);
     const auto last = c.before.begin() + static_cast<std::ptrdiff_t>(hi) + 1;
