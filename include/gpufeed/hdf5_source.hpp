@@ -396,8 +396,11 @@ class hdf5_source::reader {
   }
 
   // Drops this reader's scratch buffers when they hold more than 16 MiB (the shared cache of
-  // decoded chunks stays: the next batch may reuse it).
-  void idle() noexcept { impl_.release(std::size_t{16} << 20); }
+  // decoded chunks stays: the next batch may reuse it), and its pin on the shard it read last.
+  void idle() noexcept {
+    impl_.release(std::size_t{16} << 20);
+    held_.release();
+  }
 
  private:
   friend class hdf5_source;
@@ -406,6 +409,8 @@ class hdf5_source::reader {
 
   bool read_at(std::uint64_t i, std::span<std::byte> dst, bool wait) {
     const std::size_t k = state_->locate(i);
+    // Another shard: let go of the last one first, so that opening this one may close it.
+    if (!held_.holds(k)) held_.release();
     const auto& s = state_->shard(k);
     const std::uint64_t local = i - state_->first[k];
     const std::size_t need = s.record_bytes(local);
@@ -417,11 +422,14 @@ class hdf5_source::reader {
                              std::to_string(i) + " needs " + std::to_string(need),
                          std::move(ctx));
     }
-    const auto pin = state_->pin(k);  // its descriptors open while it is read
+    // Its descriptors stay open while it is read: the reader keeps its last shard pinned
+    // (detail::held_pin), so reads of one shard pin it once, not once per record.
+    if (!held_.holds(k)) held_.hold(state_->lru.get(), k);
     return impl_.read(s, state_->key_base[k], local, i, dst, wait);
   }
 
   std::shared_ptr<const detail::hdf5::source_state> state_;  // declared first: outlives impl_
+  detail::held_pin held_;  // the shard read last, pinned until another is read or idle()
   detail::hdf5::record_reader impl_;
   std::vector<iovec> iov_;  // read_run's scratch
 };

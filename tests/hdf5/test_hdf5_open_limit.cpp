@@ -108,6 +108,40 @@ TEST_CASE("200 shards read under a descriptor limit 64 above the baseline (max_o
   CHECK(test::fds_under(canon) <= 32 + 3);
 }
 
+TEST_CASE("a reader keeps the shard it read last pinned open until it reads another or idles") {
+  // The pin stays between reads (one pin per shard, not two atomic operations per record); the
+  // bound still closes the shard once the reader moves on or idles.
+  test::temp_dir dir("openlimitheld");
+  const auto paths = write_shards(dir.path());
+  hdf5_options o;
+  o.max_open_shards = 2;
+  const hdf5_source src(paths, o);
+  const fs::path first = fs::canonical(paths[0]);
+  std::vector<std::byte> buf(src.max_record_size());
+  auto read_with = [&](auto& reader, std::uint64_t i) {
+    // Not src.record_size(i): that opens the shard itself, before the reader lets go of its last.
+    const std::size_t n = expected(i).size();
+    reader.read(i, std::span<std::byte>(buf.data(), buf.size()));
+    REQUIRE(as_vector(std::span<const std::byte>(buf.data(), n)) == expected(i));
+  };
+  auto held = src.make_reader();
+  read_with(held, 1);  // shard 0, pinned by `held` from now on
+  auto other = src.make_reader();
+  for (std::uint64_t k = 1; k < 12; ++k) read_with(other, k * per_shard);  // shards 1..11
+  CHECK(test::fds_under(first) == 1);  // held open by the pin
+  CHECK(test::fds_under(fs::canonical(dir.path())) <= 2);
+  read_with(held, 2);  // shard 0 again: still open, no reopen
+  held.idle();         // lets go of shard 0
+  for (std::uint64_t k = 12; k < 24; ++k) read_with(other, k * per_shard);
+  CHECK(test::fds_under(first) == 0);
+  read_with(held, 3);  // shard 0 reopens on its next read
+  CHECK(test::fds_under(first) == 1);
+  read_with(held, 5 * per_shard);  // moving to shard 5 lets go of shard 0
+  for (std::uint64_t k = 24; k < 36; ++k) read_with(other, k * per_shard);
+  CHECK(test::fds_under(first) == 0);
+  CHECK(test::fds_under(fs::canonical(paths[5])) == 1);  // `held` pins shard 5 now
+}
+
 TEST_CASE("eager opening of 200 shards under the same limit keeps 32 open") {
   test::temp_dir dir("openlimiteager");
   const auto paths = write_shards(dir.path());

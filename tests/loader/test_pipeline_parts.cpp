@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <memory_resource>
 #include <string>
 #include <vector>
@@ -166,9 +167,11 @@ TEST_CASE("resolve_config: block_shuffled sorts a batch's reads only where units
 }
 
 TEST_CASE("tasks_fill_records: tasks filling their parts of a batch write what the planner would") {
-  // Fixed-size records without a transform: the planner sets only the batch's shape and each
-  // worker task fills its records' indices, offsets and labels. Parts filled in any order, over
-  // every order, world size and the epoch's short last batch, equal plan_batch()'s slot.
+  // Fixed-size records without a transform: the planner sets the batch's shape and offsets, and
+  // each worker task fills its records' indices and labels. The offsets are final before any
+  // task runs (a task reads its last record's end offset, the next task's first), and a task
+  // writes only its own positions. Parts filled in any order, over every order, world size and
+  // the epoch's short last batch, equal plan_batch()'s slot.
   const labeled_fixed_source src;
   for (const auto order :
        {sample_order::shuffled, sample_order::sequential, sample_order::block_shuffled}) {
@@ -195,18 +198,26 @@ TEST_CASE("tasks_fill_records: tasks filling their parts of a batch write what t
           s->meta.epoch = at.epoch;
           s->meta.position = at.position;
         }
+        std::byte* w = whole.buffer.data();
+        std::byte* q = parts.buffer.data();
+        constexpr std::uint64_t poison = 0xababababababababull;
+        std::memset(q, 0xab, l.slot_bytes());
         detail::plan_batch(src, p, whole);
         detail::plan_batch_shape(p, parts);
         REQUIRE(parts.meta.records == whole.meta.records);
         CHECK(parts.meta.data_bytes == whole.meta.data_bytes);
         const std::size_t n = parts.meta.records;
+        for (std::size_t k = 0; k <= n; ++k)  // before any task
+          REQUIRE(detail::slot_layout::offsets(q, l)[k] == detail::slot_layout::offsets(w, l)[k]);
         for (std::size_t b = n; b > 0;) {  // last part first, parts of 5
           const std::size_t a = b > 5 ? b - 5 : 0;
           detail::fill_task_records(src, p, parts, a, b);
+          if (a > 0) {  // the part before is not written yet
+            CHECK(detail::slot_layout::indices(q, l)[a - 1] == poison);
+            CHECK(static_cast<std::uint64_t>(detail::slot_layout::labels(q, l)[a - 1]) == poison);
+          }
           b = a;
         }
-        std::byte* w = whole.buffer.data();
-        std::byte* q = parts.buffer.data();
         for (std::size_t k = 0; k < n; ++k) {
           CHECK(detail::slot_layout::indices(q, l)[k] == detail::slot_layout::indices(w, l)[k]);
           CHECK(detail::slot_layout::labels(q, l)[k] == detail::slot_layout::labels(w, l)[k]);

@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "gpufeed/error.hpp"
@@ -191,6 +192,48 @@ class shard_pin {
  private:
   shard_lru* lru_;
   std::size_t k_;
+};
+
+// A reader's pin that stays on the shard it read last (LMDB's readers do the same): pinning per
+// record costs two atomic operations on the shard's word, a cache line every worker reading that
+// shard contends for. hold(k) moves the pin to shard k; release() drops it (a reader's idle()
+// and destructor). The bound is then exceeded by at most one shard per reader, as with per-read
+// pins. Movable; never throws on release.
+class held_pin {
+ public:
+  held_pin() noexcept = default;
+  held_pin(const held_pin&) = delete;
+  held_pin& operator=(const held_pin&) = delete;
+  held_pin(held_pin&& o) noexcept : lru_(std::exchange(o.lru_, nullptr)), k_(o.k_) {}
+  held_pin& operator=(held_pin&& o) noexcept {
+    if (this != &o) {
+      release();
+      lru_ = std::exchange(o.lru_, nullptr);
+      k_ = o.k_;
+    }
+    return *this;
+  }
+  ~held_pin() { release(); }
+
+  // True when shard k is pinned by this holder (never with a null lru: nothing to pin).
+  [[nodiscard]] bool holds(std::size_t k) const noexcept { return lru_ && k_ == k; }
+  // Drops the pin held before, then pins shard k of `lru` (reopening it when closed, which may
+  // close the shard let go: throws as shard_lru::pin, holding nothing then). A null lru pins
+  // nothing.
+  void hold(shard_lru* lru, std::size_t k) {
+    release();
+    if (lru) lru->pin(k);
+    lru_ = lru;
+    k_ = k;
+  }
+  void release() noexcept {
+    if (lru_) lru_->unpin(k_);
+    lru_ = nullptr;
+  }
+
+ private:
+  shard_lru* lru_ = nullptr;
+  std::size_t k_ = 0;
 };
 
 }  // namespace gpufeed::detail

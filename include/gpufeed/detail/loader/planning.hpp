@@ -52,9 +52,10 @@ void plan_batch(const Source& src, const pipeline_setup& p, staging_slot& slot) 
   m.data_bytes = cursor;
 }
 
-// pipeline_setup::tasks_fill_records: sets the batch's meta.records and meta.data_bytes and its
-// end offset, leaving each record's index, offset and label to fill_task_records(). Throws
-// config_error as plan_batch() does.
+// pipeline_setup::tasks_fill_records: sets the batch's meta.records, meta.data_bytes and every
+// record's offset (a stride: each task reads its last record's end, which is the next task's
+// first offset, so the offsets cannot be left to the tasks), leaving each record's index and
+// label to fill_task_records(). Throws config_error as plan_batch() does.
 inline void plan_batch_shape(const pipeline_setup& p, staging_slot& slot) {
   const slot_layout l = p.layout();
   batch_meta& m = slot.meta;
@@ -71,12 +72,14 @@ inline void plan_batch_shape(const pipeline_setup& p, staging_slot& slot) {
                        std::to_string(m.epoch) + " needs " + std::to_string(bytes) +
                        " bytes but a slot holds " + std::to_string(l.data_capacity) +
                        " (raise slot_data_bytes)");
-  slot_layout::offsets(slot.buffer.data(), l)[n] = bytes;
+  std::uint64_t* off = slot_layout::offsets(slot.buffer.data(), l);
+  for (std::uint64_t k = 0; k <= n; ++k) off[k] = k * p.record_bytes;
   m.data_bytes = bytes;
 }
 
-// pipeline_setup::tasks_fill_records: what plan_batch() writes for positions [begin, end) of
-// the batch planned by plan_batch_shape(), written by the worker task that reads them. Labels
+// pipeline_setup::tasks_fill_records: the indices and labels plan_batch() writes for positions
+// [begin, end) of the batch planned by plan_batch_shape(), written by the worker task that reads
+// them (each task writes only its own positions). Labels
 // are read from the source here, so a label the source cannot give fails the task's batch.
 template <source Source>
 void fill_task_records(const Source& src, const pipeline_setup& p, staging_slot& slot,
@@ -85,12 +88,10 @@ void fill_task_records(const Source& src, const pipeline_setup& p, staging_slot&
   const slot_layout l = p.layout();
   std::uint64_t* idx = slot_layout::indices(base, l);
   std::int64_t* lab = slot_layout::labels(base, l);
-  std::uint64_t* off = slot_layout::offsets(base, l);
   const batch_meta& m = slot.meta;
   p.order.batch_part(sampler_state{p.start.seed, m.epoch, m.position}, begin,
                      std::span(idx + begin, end - begin));
   for (std::size_t k = begin; k < end; ++k) {
-    off[k] = k * p.record_bytes;
     if (p.labels) {
       if constexpr (labeled_source<Source>) lab[k] = src.label(idx[k]);
     } else {
