@@ -52,7 +52,7 @@
 // a chunk one worker is decoding is waited for by the others, not decoded twice. Its byte
 // budget is hdf5_options::decode_cache_bytes, or automatic: sized when a loader starts
 // (plan_reads) to hold a block_shuffled window's decode units plus the prefetch look-ahead, at
-// least 64 MiB. Its eviction rule (detail/hdf5/shared_chunk_cache.hpp) then decodes each chunk
+// least 64 MiB. Its eviction rule (detail/unit_cache/stripes.hpp) then decodes each chunk
 // at most once per epoch per rank; decode_stats() counts chunks decoded, decoded against
 // delivered bytes and the cache's peak. The budget counts readers' decode scratch too (a
 // chunk's stored bytes and filter stages): N workers never hold N chunks' scratch beyond it.
@@ -93,7 +93,6 @@
 
 #include "gpufeed/decode_stats.hpp"
 #include "gpufeed/detail/hdf5/adjacent_read.hpp"
-#include "gpufeed/detail/hdf5/cache_budget.hpp"
 #include "gpufeed/detail/hdf5/open_shard.hpp"
 #include "gpufeed/detail/hdf5/read_ahead.hpp"
 #include "gpufeed/detail/hdf5/record_names.hpp"
@@ -101,6 +100,7 @@
 #include "gpufeed/detail/hdf5/source_state.hpp"
 #include "gpufeed/detail/pack_directory.hpp"
 #include "gpufeed/detail/shard_paths.hpp"
+#include "gpufeed/detail/unit_cache/automatic_budget.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/hdf5_options.hpp"
 #include "gpufeed/source.hpp"
@@ -222,11 +222,12 @@ class hdf5_source {
   [[nodiscard]] reader make_reader() const;
 
   // Models read_planning_source: a loader's plan raises the automatic cache budget to what its
-  // window and look-ahead need (detail/hdf5/cache_budget.hpp); the budget never shrinks, so
-  // loaders sharing the source get the largest. No effect with an explicit decode_cache_bytes.
+  // window and look-ahead need (detail/unit_cache/automatic_budget.hpp); the budget never
+  // shrinks, so loaders sharing the source get the largest. No effect with an explicit
+  // decode_cache_bytes.
   void plan_reads(const read_plan& p) const {
     if (!state().explicit_budget)
-      state_->cache->raise_budget(detail::hdf5::automatic_cache_budget(state_->units, p));
+      state_->cache->raise_budget(detail::unit_cache::automatic_cache_budget(state_->units, p));
   }
 
   // Models read_ahead_source: advises the extents records [first, first + count) read (clipped

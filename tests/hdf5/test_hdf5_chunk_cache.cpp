@@ -14,10 +14,10 @@
 #include <thread>
 #include <vector>
 
-#include "gpufeed/detail/hdf5/shared_chunk_cache.hpp"
+#include "gpufeed/detail/unit_cache/shared_chunk_cache.hpp"
 
 using gpufeed::detail::byte_buffer;
-using gpufeed::detail::hdf5::shared_chunk_cache;
+using gpufeed::detail::unit_cache::shared_chunk_cache;
 
 namespace {
 

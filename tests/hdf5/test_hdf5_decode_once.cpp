@@ -218,7 +218,7 @@ TEST_CASE("block_shuffled, 4 windows an epoch: workers decode the next window ah
   constexpr std::uint64_t band = 16 * cols * 4, chunks = rows / 16 * 4, window_bands = 2 * 16;
   // Room for the window being read, the next one decoded ahead, the look-ahead (4 batches of
   // 32 rows: 9 bands), one band per worker and each worker's decode scratch (three chunks):
-  // cache_budget.hpp's sizing with decode-ahead.
+  // automatic_budget.hpp's sizing with decode-ahead.
   hdf5_options o;
   o.decode_cache_bytes = (2 * window_bands + 9 + 3) * band + 3 * 3 * (16 * 256 * 4);
   REQUIRE(*o.decode_cache_bytes < rows * cols * 4);  // eviction is exercised
@@ -302,7 +302,7 @@ TEST_CASE("window order, 4 readers, budget of the window: each chunk once per ep
     const auto want = expected(name);
     // Open units at once: the window's 4, up to 4 of the next window reached by the round in
     // flight, one per reader decoding, and each reader's decode scratch (three chunks):
-    // cache_budget.hpp's sizing for this harness.
+    // automatic_budget.hpp's sizing for this harness.
     hdf5_options o;
     o.decode_cache_bytes = (2 * window + threads) * sh.band_bytes + threads * 3 * sh.chunk_bytes;
     hdf5_source src(fixtures() / (name + ".h5"), o);
@@ -461,28 +461,28 @@ TEST_CASE("a budget below the window: chunks decoded again, bytes exact, held by
 }
 
 TEST_CASE("automatic budget: the loader's plan sizes it for the window and look-ahead") {
-  detail::hdf5::unit_geometry u;
+  detail::unit_cache::unit_geometry u;
   u.band_bytes = std::uint64_t{4} << 20;  // 4 MiB units of 512 records
   u.band_records = 512;
   u.record_bytes = std::uint64_t{1} << 20;
   u.all_bytes = std::uint64_t{1} << 40;
   read_plan p;
   // No plan yet: the 64 MiB floor.
-  CHECK(detail::hdf5::automatic_cache_budget(u, p) == std::size_t{64} << 20);
+  CHECK(detail::unit_cache::automatic_cache_budget(u, p) == std::size_t{64} << 20);
   // W = 16 units, prefetch 8 x 512 records (ceil(4096 / 512) + 1 = 9 units), 14 workers:
   // (16 + 9 + 14) x 4 MiB.
   p.window_units = 16;
   p.lookahead_records = 8 * 512;
   p.workers = 14;
-  CHECK(detail::hdf5::automatic_cache_budget(u, p) == std::size_t{39} * (4 << 20));
+  CHECK(detail::unit_cache::automatic_cache_budget(u, p) == std::size_t{39} * (4 << 20));
   // Never above the decoded size of every chunk.
   u.all_bytes = std::uint64_t{100} << 20;
-  CHECK(detail::hdf5::automatic_cache_budget(u, p) == std::size_t{100} << 20);
+  CHECK(detail::unit_cache::automatic_cache_budget(u, p) == std::size_t{100} << 20);
   // A window given in records: ceil(8192 / 512) + 1 = 17 units.
   u.all_bytes = std::uint64_t{1} << 40;
   p.window_units = 0;
   p.window_records = 8192;
-  CHECK(detail::hdf5::automatic_cache_budget(u, p) == std::size_t{40} * (4 << 20));
+  CHECK(detail::unit_cache::automatic_cache_budget(u, p) == std::size_t{40} * (4 << 20));
 
   // Through the source: plan_reads raises it; an explicit budget stays.
   hdf5_source src(fixtures() / "gzip_span.h5");

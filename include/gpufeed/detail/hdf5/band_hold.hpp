@@ -8,21 +8,22 @@
 // served, adding them to the chunks' read counts when it lets go (a pinned chunk is never
 // evicted, so counting late changes no eviction). It lets go when a record needs another band,
 // when the reader goes idle, and when it is destroyed. Holding one band per reader is within
-// the cache budget, which counts one unit per worker (cache_budget.hpp). Rows that lie in one
-// chunk (pack's shards: 64 rows a chunk) are held the same way, a band of one chunk: their two
-// lock round trips per record kept 14 workers waiting for the lock a quarter of their time.
+// the cache budget, which counts one unit per worker (detail/unit_cache/automatic_budget.hpp).
+// Rows that lie in one chunk (pack's shards: 64 rows a chunk) are held the same way, a band of
+// one chunk: their two lock round trips per record kept 14 workers waiting for the lock a
+// quarter of their time.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
-#include "gpufeed/detail/hdf5/shared_chunk_cache.hpp"
+#include "gpufeed/detail/unit_cache/shared_chunk_cache.hpp"
 
 namespace gpufeed::detail::hdf5 {
 
 class band_hold {
  public:
-  explicit band_hold(shared_chunk_cache& cache) noexcept : cache_(&cache) {}
+  explicit band_hold(unit_cache::shared_chunk_cache& cache) noexcept : cache_(&cache) {}
   band_hold(const band_hold&) = delete;
   band_hold& operator=(const band_hold&) = delete;
   band_hold(band_hold&& o) noexcept
@@ -90,7 +91,7 @@ class band_hold {
     held_ = false;
   }
 
-  shared_chunk_cache* cache_;
+  unit_cache::shared_chunk_cache* cache_;
   std::vector<std::uint64_t> groups_, keys_;
   std::vector<const std::byte*> bytes_;
   std::uint64_t band_ = 0;

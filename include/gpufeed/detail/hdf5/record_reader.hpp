@@ -1,6 +1,6 @@
 // gpufeed — the hot path: reading one record of an indexed shard with pread, decoding filtered
 // chunks in the calling thread, through the source's shared cache of decoded chunks
-// (shared_chunk_cache.hpp).
+// (detail/unit_cache/shared_chunk_cache.hpp).
 //
 // No HDF5 call happens here except for fallback shards. Bytes land in the caller's buffer
 // directly when they can (contiguous data; an unfiltered chunk part that is one run; a chunk
@@ -26,9 +26,8 @@
 #include "gpufeed/detail/hdf5/filters.hpp"
 #include "gpufeed/detail/hdf5/geometry.hpp"
 #include "gpufeed/detail/hdf5/record_plan.hpp"
-#include "gpufeed/detail/hdf5/scratch_lease.hpp"
+#include "gpufeed/detail/hdf5/scratch_need.hpp"
 #include "gpufeed/detail/hdf5/shard.hpp"
-#include "gpufeed/detail/hdf5/shared_chunk_cache.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail::hdf5 {
@@ -44,7 +43,7 @@ inline std::atomic<chunk_decode_hook> chunk_decode_observer{nullptr};
 
 class record_reader {
  public:
-  explicit record_reader(shared_chunk_cache& cache)
+  explicit record_reader(unit_cache::shared_chunk_cache& cache)
       : scratch_(cache), hold_(cache), cache_(&cache) {}
 
   // Writes record `local` of shard s (global index `global`, for errors) to dst, which holds at
@@ -162,8 +161,8 @@ class record_reader {
   }
 
  private:
-  // The cache group of chunk k of s: its band's first chunk (shared_chunk_cache.hpp: the
-  // chunks of one band share a stripe, so a record over a band pins them under one lock).
+  // The cache group of chunk k of s: its band's first chunk (detail/unit_cache/stripes.hpp:
+  // the chunks of one band share a stripe, so a record over a band pins them under one lock).
   static std::uint64_t group_of(const shard_index& s, std::uint64_t key_base,
                                 std::uint64_t k) noexcept {
     return key_base + k - k % s.rows.band_chunks;
@@ -194,7 +193,7 @@ class record_reader {
     for (const std::size_t i : places) {
       const std::uint64_t k = base + plan.chunk[i];
       const chunk_entry& c = s.chunks[static_cast<std::size_t>(k)];
-      const shared_chunk_cache::pin held =
+      const unit_cache::pin held =
           cache_->get(group_of(s, key_base, k), key_base + k, s.grid.chunk_bytes,
                       chunk_users(s, k / s.rows.band_chunks),
                       [&](std::span<std::byte> buf) { decode(s, c, k, buf, global); });
@@ -310,7 +309,8 @@ class record_reader {
 
   // config_error naming file, dataset and record when a decoded chunk of s cannot fit the
   // cache's budget: it would be decoded outside the cache for every record
-  // (shared_chunk_cache.hpp), and its decode scratch outside the budget (scratch_lease.hpp).
+  // (detail/unit_cache/shared_chunk_cache.hpp), and its decode scratch outside the budget
+  // (detail/unit_cache/scratch_lease.hpp).
   // A budget of 0 (no chunked shard when the source was built, or asked for) caches nothing:
   // every chunk is decoded in the overflow buffer, one at a time.
   void check_fits(const shard_index& s, std::uint64_t global) const {
@@ -365,8 +365,8 @@ class record_reader {
 
     // The scratch, counted in the cache's budget (scratch_lease.hpp), held until the end.
     check_fits(s, global);  // also when decoded into the record: its scratch is as large
-    const scratch_lease::use held = scratch_.begin(scratch_need_of(s, c));
-    scratch_account& acc = held.account();
+    const unit_cache::scratch_lease::use held = scratch_.begin(scratch_need_of(s, c));
+    unit_cache::scratch_account& acc = held.account();
     std::span<std::byte> cur = acc.stored.resize(static_cast<std::size_t>(c.size));
     s.file.read_exact(cur.data(), cur.size(), c.address, global);
     for (int k = n - 1; k >= 0; --k) {
@@ -420,7 +420,7 @@ class record_reader {
     if (cur.data() != out.data()) std::memcpy(out.data(), cur.data(), out.size());
   }
 
-  scratch_lease scratch_;  // the chunk's stored bytes and filter stages (decode())
+  unit_cache::scratch_lease scratch_;  // the chunk's stored bytes and filter stages (decode())
   band_hold hold_;  // the chunks of the record's band pinned through pin_ready (null bytes: not
                     // ready then, read through try_get / get), kept across rows of one band
   std::vector<std::size_t> deferred_;      // one record's chunks (plan places) another reader
@@ -440,7 +440,7 @@ class record_reader {
   std::size_t next_late_ = 0;
   record_plan own_plan_;                   // a blob record's chunks and runs
   chunk_decoders codecs_;
-  shared_chunk_cache* cache_;
+  unit_cache::shared_chunk_cache* cache_;
 };
 
 }  // namespace gpufeed::detail::hdf5

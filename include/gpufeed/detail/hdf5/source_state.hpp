@@ -24,14 +24,15 @@
 #include <string>
 #include <vector>
 
-#include "gpufeed/detail/hdf5/cache_budget.hpp"
 #include "gpufeed/detail/hdf5/open_shard.hpp"
 #include "gpufeed/detail/hdf5/shard.hpp"
 #include "gpufeed/detail/hdf5/shard_extent.hpp"
-#include "gpufeed/detail/hdf5/shared_chunk_cache.hpp"
+#include "gpufeed/detail/hdf5/unit_geometry.hpp"
 #include "gpufeed/detail/lazy_slot.hpp"
 #include "gpufeed/detail/pack_manifest.hpp"
 #include "gpufeed/detail/shard_lru.hpp"
+#include "gpufeed/detail/unit_cache/automatic_budget.hpp"
+#include "gpufeed/detail/unit_cache/shared_chunk_cache.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/hdf5_options.hpp"
 
@@ -65,9 +66,9 @@ struct source_state {
   std::size_t fixed_record = 0;         // row bytes (fixed layout), 0 for blob
   std::size_t max_record = 0;
   bool labels = false;
-  unit_geometry units;                        // for the cache budget (the first shard's)
-  bool explicit_budget = false;               // hdf5_options::decode_cache_bytes was set
-  std::unique_ptr<shared_chunk_cache> cache;  // shared by every reader; its own lock
+  unit_cache::unit_geometry units;  // for the cache budget (the first shard's)
+  bool explicit_budget = false;     // hdf5_options::decode_cache_bytes was set
+  std::unique_ptr<unit_cache::shared_chunk_cache> cache;  // shared by every reader; its own lock
   hdf5_options req;
   std::string extents_from;  // "opened", "manifest <path>" or "header reads"
   std::optional<listed_shards> listed;  // pack's manifest beside the shards, when there is one
@@ -216,8 +217,9 @@ struct source_state {
     // share their row shape, and pack writes them alike).
     units = unit_geometry_of(z, slots.size());
     explicit_budget = req.decode_cache_bytes.has_value();
-    cache = std::make_unique<shared_chunk_cache>(
-        explicit_budget ? *req.decode_cache_bytes : automatic_cache_budget(units, read_plan{}));
+    cache = std::make_unique<unit_cache::shared_chunk_cache>(
+        explicit_budget ? *req.decode_cache_bytes
+                        : unit_cache::automatic_cache_budget(units, read_plan{}));
     std::vector<std::unique_ptr<shard_index>> eager = learn_extents();
     for (std::size_t k = 0; k < slots.size(); ++k) {
       first.push_back(first.back() + slots[k]->expected.records);

@@ -1,10 +1,11 @@
 // gpufeed — one reader's decode scratch, held within the source's decoded-chunk budget
 // (decode_scratch.hpp explains the accounting and why it cannot deadlock).
 //
-// A decode first asks scratch_need_of() what its buffers must hold: the chunk's stored bytes,
-// and for each filter undone before the last (which writes the output) an intermediate buffer,
-// alternating between two. When the budget cannot hold that beside everything in use, the
-// decode runs outside it, one at a time (decode_scratch.hpp).
+// A decode first works out what its buffers must hold (a scratch_need: for an HDF5 chunk,
+// detail/hdf5/scratch_need.hpp: the chunk's stored bytes, and for each filter undone before the
+// last, which writes the output, an intermediate buffer, alternating between two). When the
+// budget cannot hold that beside everything in use, the decode runs outside it, one at a time
+// (decode_scratch.hpp).
 #pragma once
 
 #include <algorithm>
@@ -14,44 +15,16 @@
 #include <mutex>
 #include <utility>
 
-#include "gpufeed/detail/hdf5/chunk_decoders.hpp"
-#include "gpufeed/detail/hdf5/decode_scratch.hpp"
-#include "gpufeed/detail/hdf5/shard.hpp"
-#include "gpufeed/detail/hdf5/shared_chunk_cache.hpp"
+#include "gpufeed/detail/unit_cache/decode_scratch.hpp"
+#include "gpufeed/detail/unit_cache/shared_chunk_cache.hpp"
 
-namespace gpufeed::detail::hdf5 {
+namespace gpufeed::detail::unit_cache {
 
-// Bytes each scratch buffer needs to undo chunk c's filters (c has at least one active).
+// Bytes each scratch buffer needs for one decode (a chunk's stored bytes, two filter stages).
 struct scratch_need {
   std::size_t stored = 0, a = 0, b = 0;
   [[nodiscard]] std::size_t total() const noexcept { return stored + a + b; }
 };
-
-inline scratch_need scratch_need_of(const shard_index& s, const chunk_entry& c) noexcept {
-  const std::size_t n = std::min<std::size_t>(s.pipeline.size(), 32);
-  auto active = [&](std::size_t k) { return !(c.filter_mask & (1u << k)); };
-  std::size_t first = 0;
-  while (first < n && !active(first)) ++first;
-  std::size_t fletchers = 0, stages = 0;
-  for (std::size_t k = first; k < n; ++k) {
-    if (!active(k)) continue;
-    if (s.pipeline[k].kind == filter_kind::fletcher32)
-      ++fletchers;
-    else
-      ++stages;
-  }
-  // The last filter undone writes the output when it is not a checksum; every other stage
-  // writes a or b in turn, at most the larger of the stored bytes and a compressor's output.
-  const std::size_t between =
-      stages - (first < n && s.pipeline[first].kind != filter_kind::fletcher32 ? 1 : 0);
-  const std::size_t widest =
-      std::max<std::size_t>(static_cast<std::size_t>(c.size), s.grid.chunk_bytes + 4 * fletchers);
-  scratch_need need;
-  need.stored = static_cast<std::size_t>(c.size);
-  need.a = between >= 1 ? widest : 0;
-  need.b = between >= 2 ? widest : 0;
-  return need;
-}
 
 // A reader's scratch_account, registered with its cache for the lease's life. Movable.
 class scratch_lease {
@@ -139,4 +112,4 @@ class scratch_lease {
   std::unique_ptr<scratch_account> account_;
 };
 
-}  // namespace gpufeed::detail::hdf5
+}  // namespace gpufeed::detail::unit_cache

@@ -1,5 +1,5 @@
-// gpufeed — the decode scratch of an hdf5_source's readers (a chunk's stored bytes and its
-// filters' intermediate outputs), counted in the decoded-chunk budget beside the cached chunks
+// gpufeed — the decode scratch of a source's readers (a chunk's stored bytes and its filters'
+// intermediate outputs), counted in the decoded-chunk budget beside the cached chunks
 // (shared_chunk_cache.hpp), so that N readers decoding chunks of S bytes never hold N x S beyond
 // the budget.
 //
@@ -30,7 +30,7 @@
 
 #include "gpufeed/detail/byte_buffer.hpp"
 
-namespace gpufeed::detail::hdf5 {
+namespace gpufeed::detail::unit_cache {
 
 // One reader's decode buffers. counted: the bytes of them held in the budget (their capacities,
 // or 0 while they are outside it).
@@ -96,4 +96,4 @@ class scratch_registry {
   std::atomic<std::size_t> held_{0}, peak_{0};
 };
 
-}  // namespace gpufeed::detail::hdf5
+}  // namespace gpufeed::detail::unit_cache

@@ -1,18 +1,18 @@
-// gpufeed — the automatic byte budget of an hdf5_source's decoded-chunk cache.
+// gpufeed — the automatic byte budget of a decoded-unit cache (shared_chunk_cache.hpp), from the
+// geometry of the source's decode units and how its loaders read (read_plan).
 //
-// A decode unit is a band: the chunks that cover the same rows (same position along dimension
-// 0), however many chunks a row spans; hdf5_source::decode_unit numbers them. The cache must hold
-// every unit that is open at once — decoded, with records still to read this epoch:
+// The cache must hold every unit that is open at once — decoded, with records still to read
+// this epoch:
 //   block_shuffled  the window's W units, plus the units the planner's look-ahead reaches past
 //                   the window's edge (prefetch x batch_size records, at R records per unit:
 //                   ceil(L / R) + 1), plus one per worker starting a unit; W more when the
 //                   loader's workers decode the next window ahead (read_plan::decode_ahead);
 //   sequential      the look-ahead alone (W = 0);
 //   shuffled        the same sizing; random order reuses little whatever the budget.
-// With that budget, shared_chunk_cache's eviction rule decodes each chunk at most once per
-// epoch per rank. It is never below 64 MiB (what one reader cached before the cache was shared)
-// nor below one record's chunks per worker, and never above the decoded size of all the chunks
-// (more could not be used), plus each worker's decode scratch: the budget counts it too
+// With that budget, shared_chunk_cache's eviction rule (stripes.hpp) decodes each chunk at most
+// once per epoch per rank. It is never below 64 MiB (what one reader cached before the cache was
+// shared) nor below one record's chunks per worker, and never above the decoded size of all the
+// chunks (more could not be used), plus each worker's decode scratch: the budget counts it too
 // (decode_scratch.hpp), three chunks a worker (a chunk's stored bytes and up to two filter
 // stages, or one stage of an incompressible chunk stored larger than it decodes).
 #pragma once
@@ -22,14 +22,14 @@
 #include <cstdint>
 #include <limits>
 
-#include "gpufeed/detail/hdf5/shard.hpp"
 #include "gpufeed/source.hpp"
 
-namespace gpufeed::detail::hdf5 {
+namespace gpufeed::detail::unit_cache {
 
 inline constexpr std::size_t min_cache_budget = std::size_t{64} << 20;
 
-// What the budget needs to know about a source's chunked shards.
+// What the budget needs to know about a source's decode units (for HDF5: unit_geometry_of,
+// detail/hdf5/unit_geometry.hpp).
 struct unit_geometry {
   std::uint64_t band_bytes = 0;     // decoded bytes of the largest unit
   std::uint64_t band_records = 0;   // records per unit (the smallest, fixed; the mean, blob)
@@ -42,20 +42,6 @@ inline std::uint64_t saturating_mul(std::uint64_t a, std::uint64_t b) noexcept {
   return b && a > std::numeric_limits<std::uint64_t>::max() / b
              ? std::numeric_limits<std::uint64_t>::max()
              : a * b;
-}
-
-// From the first shard (the others, opened lazily, are taken to be chunked alike) and the
-// number of shards.
-inline unit_geometry unit_geometry_of(const shard_index& s, std::size_t shards) {
-  unit_geometry u;
-  if (s.kind != read_kind::chunked || s.grid.chunk_bytes == 0 || s.grid.grid[0] == 0) return u;
-  const std::uint64_t chunk = s.grid.chunk_bytes;
-  u.band_bytes = s.grid.chunk_count / s.grid.grid[0] * chunk;
-  u.band_records = s.blob ? std::max<std::uint64_t>(1, s.records / s.grid.grid[0]) : s.grid.chunk[0];
-  u.record_bytes = s.chunks_per_record * chunk;
-  u.all_bytes = saturating_mul(s.grid.chunk_count * chunk, shards);
-  u.chunk_bytes = chunk;
-  return u;
 }
 
 // The budget for reads planned as p (p = {} before any loader says: one reader, no window).
@@ -79,4 +65,4 @@ inline std::size_t automatic_cache_budget(const unit_geometry& u, const read_pla
       std::min<std::uint64_t>(want, std::numeric_limits<std::size_t>::max()));
 }
 
-}  // namespace gpufeed::detail::hdf5
+}  // namespace gpufeed::detail::unit_cache
