@@ -66,6 +66,8 @@
 #include "gpufeed/detail/loader/config.hpp"
 #include "gpufeed/loader.hpp"
 
+namespace loading = gpufeed::detail::loading;
+
 namespace {
 
 using clock_type = std::chrono::steady_clock;
@@ -410,7 +412,7 @@ class runner {
 case_result quality_case(const gpufeed::hdf5_source& src, const options& o,
                          gpufeed::sample_order order, std::size_t window) {
   const gpufeed::loader_config c = case_config(o, order, window);
-  const auto setup = gpufeed::detail::resolve_config<gpufeed::default_options>(src, c);
+  const auto setup = loading::resolve_config<gpufeed::default_options>(src, c);
   const gpufeed::sampler& s = setup.order;
   case_result r;
   const bool block = order == gpufeed::sample_order::block_shuffled;

@@ -15,7 +15,7 @@
 // bytes each) with pack's manifest beside them; the "header reads" / "scans" rows remove the
 // manifest, so each shard's record count comes from opening it (and closing it) at
 // construction. The block_shuffled rows time what a loader plans at construction before its
-// threads start (detail::resolve_config: the order's units over the whole source and the median
+// threads start (loading::resolve_config: the order's units over the whole source and the median
 // decode unit length) over 1,000 fixed-layout, deflated HDF5 shards (64 rows of 16 KiB, chunks
 // of 16 rows: a unit is about a shard), with a manifest stating band heights and with an older
 // one that does not.
@@ -38,6 +38,8 @@
 #include "gpufeed/lmdb_source.hpp"
 #include "gpufeed/loader.hpp"
 #include "gpufeed/pack/detail/manifest.hpp"
+
+namespace loading = gpufeed::detail::loading;
 
 namespace fs = std::filesystem;
 using clk = std::chrono::steady_clock;
@@ -174,7 +176,7 @@ result plan_block_shuffled(const std::vector<fs::path>& paths, const fs::path& d
   c.batch_size = 64;
   c.order = gpufeed::sample_order::block_shuffled;
   c.part = gpufeed::partition{};
-  const auto setup = gpufeed::detail::resolve_config<gpufeed::default_options>(src, c);
+  const auto setup = loading::resolve_config<gpufeed::default_options>(src, c);
   r.open_ms = r.partition_ms = std::chrono::duration<double, std::milli>(clk::now() - t0).count();
   r.fds_open = r.fds_partition = fds_under(dir);
   r.opened = src.shards_opened();

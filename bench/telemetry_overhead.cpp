@@ -13,6 +13,7 @@
 
 int main(int argc, char** argv) {
   using namespace gpufeed::detail;
+  using namespace gpufeed::detail::loading;
   const double worker_gbps = argc > 1 ? std::atof(argv[1]) : 3.7;
   constexpr int iterations = 1'000'000;
   worker_counters c;

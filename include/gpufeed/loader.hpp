@@ -47,11 +47,12 @@ class loader {
   // Validates and resolves `config` (config_error names the setting at fault), allocates every
   // slot and starts the threads.
   loader(const Source& src, loader_config config) {
-    detail::pipeline_setup setup = detail::resolve_config<Options>(src, std::move(config));
+    detail::loading::pipeline_setup setup =
+        detail::loading::resolve_config<Options>(src, std::move(config));
     if (!setup.order_notice.empty()) std::fprintf(stderr, "%s\n", setup.order_notice.c_str());
     if (!setup.size_notice.empty()) std::fprintf(stderr, "%s\n", setup.size_notice.c_str());
     sampler_ = std::make_unique<sampler>(setup.order);
-    pipeline_ = detail::pipeline<Source>::make(src, std::move(setup));
+    pipeline_ = detail::loading::pipeline<Source>::make(src, std::move(setup));
   }
 
   loader(loader&&) noexcept = default;
@@ -87,7 +88,7 @@ class loader {
   }
 
  private:
-  std::shared_ptr<detail::pipeline<Source>> pipeline_;
+  std::shared_ptr<detail::loading::pipeline<Source>> pipeline_;
   std::unique_ptr<sampler> sampler_;
 };
 

@@ -21,6 +21,8 @@
 #include "hdf5_test_util.hpp"
 #include "test_util.hpp"
 
+namespace loading = gpufeed::detail::loading;
+
 using namespace gpufeed;
 using gpufeed::test::dataset_spec;
 using gpufeed::test::h5_file;
@@ -115,7 +117,7 @@ TEST_CASE("block_shuffled over manifest'd shards: construction opens one shard, 
   // What a loader's construction plans before its threads start (the units, the median unit
   // length): nothing more opens.
   {
-    const auto setup = detail::resolve_config<default_options>(lazy, block_config());
+    const auto setup = loading::resolve_config<default_options>(lazy, block_config());
     CHECK(setup.order.units().size() > 1);
     CHECK(lazy.shards_opened() == 1);
   }

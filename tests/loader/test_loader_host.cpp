@@ -10,6 +10,8 @@
 #include "memory_source.hpp"
 #include "sequential_check.hpp"
 
+namespace loading = gpufeed::detail::loading;
+
 using namespace gpufeed;
 using test::memory_source;
 
@@ -273,7 +275,7 @@ TEST_CASE("configuration errors are typed") {
 TEST_CASE("batch_size above a rank's records: a notice naming the short batch, the batch delivered") {
   memory_source src(100, 4);
   loader_config c = base_config(200);
-  const auto one = detail::resolve_config<default_options>(src, c, 4);
+  const auto one = loading::resolve_config<default_options>(src, c, 4);
   CHECK(one.size_notice.find("batch_size 200 is larger than the 100 records") != std::string::npos);
   CHECK(one.size_notice.find("one short batch of 100 records") != std::string::npos);
   CHECK(one.size_notice.find("drop_last") != std::string::npos);
@@ -285,14 +287,14 @@ TEST_CASE("batch_size above a rank's records: a notice naming the short batch, t
   // A rank's share: 100 records over 4 ranks are 25 each, below a batch of 30.
   c = base_config(30);
   c.part = partition{1, 4};
-  const auto rank = detail::resolve_config<default_options>(src, c, 4);
+  const auto rank = loading::resolve_config<default_options>(src, c, 4);
   CHECK(rank.size_notice.find("larger than the 25 records per rank (100 records over 4 ranks)") !=
         std::string::npos);
 
   // A batch that fits (also exactly) gets no notice.
   c = base_config(100);
-  CHECK(detail::resolve_config<default_options>(src, c, 4).size_notice.empty());
+  CHECK(loading::resolve_config<default_options>(src, c, 4).size_notice.empty());
   c = base_config(25);
   c.part = partition{1, 4};
-  CHECK(detail::resolve_config<default_options>(src, c, 4).size_notice.empty());
+  CHECK(loading::resolve_config<default_options>(src, c, 4).size_notice.empty());
 }

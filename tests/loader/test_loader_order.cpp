@@ -17,6 +17,8 @@
 #include "gpufeed/loader.hpp"
 #include "memory_source.hpp"
 
+namespace loading = gpufeed::detail::loading;
+
 using namespace gpufeed;
 using gpufeed::test::leg;
 using gpufeed::test::memory_source;
@@ -117,7 +119,7 @@ TEST_CASE("shuffled order on decode units of many records: a notice naming the c
   const chunked_source chunked(1000, 16);
   loader_config c = config_of(sample_order::shuffled, 10, false);
   c.part = partition{};
-  const auto a = detail::resolve_config<default_options>(chunked, c, 4);
+  const auto a = loading::resolve_config<default_options>(chunked, c, 4);
   CHECK(a.records_per_decode_unit == 50);
   CHECK(a.order_notice.find("hold 50 records") != std::string::npos);
   CHECK(a.order_notice.find("~50x the bytes delivered") != std::string::npos);
@@ -130,11 +132,11 @@ TEST_CASE("shuffled order on decode units of many records: a notice naming the c
   CHECK(l.stats().order == "shuffled");
   CHECK(l.stats().records_per_decode_unit == 50);
   c.order = sample_order::block_shuffled;
-  CHECK(detail::resolve_config<default_options>(chunked, c, 4).order_notice.empty());
+  CHECK(loading::resolve_config<default_options>(chunked, c, 4).order_notice.empty());
   c.order = sample_order::shuffled;
   const memory_source plain(1000, 16);  // records decode alone
-  CHECK(detail::resolve_config<default_options>(plain, c, 4).order_notice.empty());
-  CHECK(detail::resolve_config<default_options>(plain, c, 4).records_per_decode_unit == 1);
+  CHECK(loading::resolve_config<default_options>(plain, c, 4).order_notice.empty());
+  CHECK(loading::resolve_config<default_options>(plain, c, 4).records_per_decode_unit == 1);
 }
 
 TEST_CASE("resume: a state of other records or past the epoch is a config_error") {

@@ -13,6 +13,8 @@
 #include "gpufeed/detail/loader/planning.hpp"
 #include "gpufeed/target.hpp"
 
+namespace loading = gpufeed::detail::loading;
+
 using namespace gpufeed;
 
 namespace {
@@ -43,7 +45,7 @@ struct labeled_fixed_source : fixed_source {  // label i = 1000 - i
 
 std::string config_message(const loader_config& c) {
   try {
-    (void)detail::resolve_config<loader_options<>>(fixed_source{}, c, 8);
+    (void)loading::resolve_config<loader_options<>>(fixed_source{}, c, 8);
   } catch (const config_error& e) {
     return e.describe();
   }
@@ -56,27 +58,27 @@ TEST_CASE("resolve_config: automatic knobs get their values, fixed ones win") {
   loader_config c;
   c.batch_size = 10;
   c.part = partition{};
-  const auto a = detail::resolve_config<loader_options<>>(fixed_source{}, c, 8);
+  const auto a = loading::resolve_config<loader_options<>>(fixed_source{}, c, 8);
   CHECK(a.config.workers == 6);  // cores - 2
   CHECK(a.config.prefetch == 8);
   CHECK(a.config.streams == 2);
   CHECK(a.config.slot_data_bytes == 160);
   CHECK(a.record_bytes == 16);
-  CHECK(a.config.chunk_records == detail::auto_chunk(10, 160, 6, 8));
+  CHECK(a.config.chunk_records == loading::auto_chunk(10, 160, 6, 8));
   CHECK(a.order.batches_per_epoch() == 10);
   CHECK(a.start == sampler_state{0, 0, 0});
   c.workers = 3;
   c.chunk_records = 4;
-  const auto b = detail::resolve_config<loader_options<dynamic, 2, 1>>(fixed_source{}, c, 8);
+  const auto b = loading::resolve_config<loader_options<dynamic, 2, 1>>(fixed_source{}, c, 8);
   CHECK(b.config.workers == 3);
   CHECK(b.config.prefetch == 2);
   CHECK(b.config.streams == 1);
   CHECK(b.config.chunk_records == 4);
-  CHECK(detail::resolve_config<loader_options<>>(fixed_source{}, c, 1).config.workers == 3);
+  CHECK(loading::resolve_config<loader_options<>>(fixed_source{}, c, 1).config.workers == 3);
   c.workers = 0;
-  CHECK(detail::resolve_config<loader_options<>>(fixed_source{}, c, 1).config.workers == 1);
-  CHECK(detail::resolve_config<loader_options<>>(fixed_source{}, c, 3).config.workers == 1);
-  CHECK(detail::resolve_config<loader_options<>>(fixed_source{}, c, 4).config.workers == 2);
+  CHECK(loading::resolve_config<loader_options<>>(fixed_source{}, c, 1).config.workers == 1);
+  CHECK(loading::resolve_config<loader_options<>>(fixed_source{}, c, 3).config.workers == 1);
+  CHECK(loading::resolve_config<loader_options<>>(fixed_source{}, c, 4).config.workers == 2);
 }
 
 TEST_CASE("resolve_config: a fixed loader_options value cannot be overridden by loader_config") {
@@ -88,16 +90,16 @@ TEST_CASE("resolve_config: a fixed loader_options value cannot be overridden by 
   c.workers = 7;
   c.prefetch = 5;
   c.streams = 3;
-  const auto fixed = detail::resolve_config<loader_options<2, 4, 1>>(fixed_source{}, c, 8);
+  const auto fixed = loading::resolve_config<loader_options<2, 4, 1>>(fixed_source{}, c, 8);
   CHECK(fixed.config.workers == 2);
   CHECK(fixed.config.prefetch == 4);
   CHECK(fixed.config.streams == 1);
-  const auto deferred = detail::resolve_config<loader_options<>>(fixed_source{}, c, 8);
+  const auto deferred = loading::resolve_config<loader_options<>>(fixed_source{}, c, 8);
   CHECK(deferred.config.workers == 7);
   CHECK(deferred.config.prefetch == 5);
   CHECK(deferred.config.streams == 3);
   // The presets are the same values in a type.
-  const auto preset = detail::resolve_config<io_bound_options>(fixed_source{}, c, 8);
+  const auto preset = loading::resolve_config<io_bound_options>(fixed_source{}, c, 8);
   CHECK(preset.config.workers == 16);
   CHECK(preset.config.prefetch == 8);
   CHECK(preset.config.streams == 2);
@@ -126,8 +128,8 @@ TEST_CASE("resolve_config: bad settings are config_errors that name the setting"
 TEST_CASE("split_tasks: chunk_records positions per task, or on to the end of a decode unit") {
   std::vector<std::uint64_t> idx(23);
   for (std::size_t k = 0; k < idx.size(); ++k) idx[k] = k;
-  std::vector<detail::chunk_task> t;
-  detail::split_tasks(fixed_source{}, 3, idx.data(), idx.size(), 4, true, t);
+  std::vector<loading::chunk_task> t;
+  loading::split_tasks(fixed_source{}, 3, idx.data(), idx.size(), 4, true, t);
   REQUIRE(t.size() == 6);
   for (std::size_t k = 0; k < t.size(); ++k) {
     CHECK(t[k].slot == 3);
@@ -135,19 +137,19 @@ TEST_CASE("split_tasks: chunk_records positions per task, or on to the end of a 
     CHECK(t[k].end == std::min<std::size_t>(23, 4 * k + 4));
   }
   // Units of 5: a task of 4 runs on to its unit's end ([0,5) [5,10) ...), the last ends at 23.
-  detail::split_tasks(unit_source{}, 0, idx.data(), idx.size(), 4, true, t);
+  loading::split_tasks(unit_source{}, 0, idx.data(), idx.size(), 4, true, t);
   REQUIRE(t.size() == 5);
   CHECK(t[0].end == 5);
   CHECK(t[1].begin == 5);
   CHECK(t[1].end == 10);
   CHECK(t.back().end == 23);
   // At most 8 x chunk_records per task, even within one unit.
-  detail::split_tasks(one_unit_source{}, 0, idx.data(), idx.size(), 2, true, t);
+  loading::split_tasks(one_unit_source{}, 0, idx.data(), idx.size(), 2, true, t);
   REQUIRE(t.size() == 2);
   CHECK(t[0].end == 16);
   CHECK(t[1].begin == 16);
   CHECK(t[1].end == 23);
-  detail::split_tasks(unit_source{}, 0, idx.data(), idx.size(), 4, false, t);
+  loading::split_tasks(unit_source{}, 0, idx.data(), idx.size(), 4, false, t);
   CHECK(t.size() == 6);  // unit_tasks off: plain chunks
 }
 
@@ -155,15 +157,15 @@ TEST_CASE("resolve_config: block_shuffled sorts a batch's reads only where units
   loader_config c;
   c.batch_size = 10;
   c.order = sample_order::block_shuffled;
-  const auto shared = detail::resolve_config<loader_options<>>(unit_source{}, c, 8);
+  const auto shared = loading::resolve_config<loader_options<>>(unit_source{}, c, 8);
   CHECK(shared.sorted_tasks);
   CHECK(shared.records_per_decode_unit == 5);
-  const auto own = detail::resolve_config<loader_options<>>(own_unit_source{}, c, 8);
+  const auto own = loading::resolve_config<loader_options<>>(own_unit_source{}, c, 8);
   CHECK_FALSE(own.sorted_tasks);  // the sort would cost the planner and gain nothing
   CHECK(own.records_per_decode_unit == 1);
-  CHECK_FALSE(detail::resolve_config<loader_options<>>(fixed_source{}, c, 8).sorted_tasks);
+  CHECK_FALSE(loading::resolve_config<loader_options<>>(fixed_source{}, c, 8).sorted_tasks);
   c.order = sample_order::shuffled;
-  CHECK_FALSE(detail::resolve_config<loader_options<>>(unit_source{}, c, 8).sorted_tasks);
+  CHECK_FALSE(loading::resolve_config<loader_options<>>(unit_source{}, c, 8).sorted_tasks);
 }
 
 TEST_CASE("tasks_fill_records: tasks filling their parts of a batch write what the planner would") {
@@ -184,11 +186,11 @@ TEST_CASE("tasks_fill_records: tasks filling their parts of a batch write what t
       c.order = order;
       c.shuffle_window = 2;
       c.part = partition{world - 1, world};
-      const auto p = detail::resolve_config<loader_options<>>(src, c, 8);
+      const auto p = loading::resolve_config<loader_options<>>(src, c, 8);
       REQUIRE(p.tasks_fill_records);
       REQUIRE(p.labels);
-      const detail::slot_layout l = p.layout();
-      detail::staging_slot whole, parts;
+      const loading::slot_layout l = p.layout();
+      loading::staging_slot whole, parts;
       whole.buffer = resource_buffer(std::pmr::new_delete_resource(), l.slot_bytes());
       parts.buffer = resource_buffer(std::pmr::new_delete_resource(), l.slot_bytes());
       std::size_t batches = 0;
@@ -202,28 +204,29 @@ TEST_CASE("tasks_fill_records: tasks filling their parts of a batch write what t
         std::byte* q = parts.buffer.data();
         constexpr std::uint64_t poison = 0xababababababababull;
         std::memset(q, 0xab, l.slot_bytes());
-        detail::plan_batch(src, p, whole);
-        detail::plan_batch_shape(p, parts);
+        loading::plan_batch(src, p, whole);
+        loading::plan_batch_shape(p, parts);
         REQUIRE(parts.meta.records == whole.meta.records);
         CHECK(parts.meta.data_bytes == whole.meta.data_bytes);
         const std::size_t n = parts.meta.records;
         for (std::size_t k = 0; k <= n; ++k)  // before any task
-          REQUIRE(detail::slot_layout::offsets(q, l)[k] == detail::slot_layout::offsets(w, l)[k]);
+          REQUIRE(loading::slot_layout::offsets(q, l)[k] ==
+                  loading::slot_layout::offsets(w, l)[k]);
         for (std::size_t b = n; b > 0;) {  // last part first, parts of 5
           const std::size_t a = b > 5 ? b - 5 : 0;
-          detail::fill_task_records(src, p, parts, a, b);
+          loading::fill_task_records(src, p, parts, a, b);
           if (a > 0) {  // the part before is not written yet
-            CHECK(detail::slot_layout::indices(q, l)[a - 1] == poison);
-            CHECK(static_cast<std::uint64_t>(detail::slot_layout::labels(q, l)[a - 1]) == poison);
+            CHECK(loading::slot_layout::indices(q, l)[a - 1] == poison);
+            CHECK(static_cast<std::uint64_t>(loading::slot_layout::labels(q, l)[a - 1]) == poison);
           }
           b = a;
         }
         for (std::size_t k = 0; k < n; ++k) {
-          CHECK(detail::slot_layout::indices(q, l)[k] == detail::slot_layout::indices(w, l)[k]);
-          CHECK(detail::slot_layout::labels(q, l)[k] == detail::slot_layout::labels(w, l)[k]);
-          CHECK(detail::slot_layout::offsets(q, l)[k] == detail::slot_layout::offsets(w, l)[k]);
+          CHECK(loading::slot_layout::indices(q, l)[k] == loading::slot_layout::indices(w, l)[k]);
+          CHECK(loading::slot_layout::labels(q, l)[k] == loading::slot_layout::labels(w, l)[k]);
+          CHECK(loading::slot_layout::offsets(q, l)[k] == loading::slot_layout::offsets(w, l)[k]);
         }
-        CHECK(detail::slot_layout::offsets(q, l)[n] == detail::slot_layout::offsets(w, l)[n]);
+        CHECK(loading::slot_layout::offsets(q, l)[n] == loading::slot_layout::offsets(w, l)[n]);
       }
       CHECK(batches >= 2 * p.order.batches_per_epoch());
     }
@@ -232,14 +235,14 @@ TEST_CASE("tasks_fill_records: tasks filling their parts of a batch write what t
   loader_config c;
   c.batch_size = 10;
   c.order = sample_order::sequential;
-  CHECK_FALSE(detail::resolve_config<loader_options<>>(unit_source{}, c, 8).tasks_fill_records);
-  CHECK(detail::resolve_config<loader_options<>>(own_unit_source{}, c, 8).tasks_fill_records);
+  CHECK_FALSE(loading::resolve_config<loader_options<>>(unit_source{}, c, 8).tasks_fill_records);
+  CHECK(loading::resolve_config<loader_options<>>(own_unit_source{}, c, 8).tasks_fill_records);
 }
 
 TEST_CASE("ready_queue: delivers in sequence order, ends, and bounds batches held") {
-  detail::ready_queue q(2, 4);
+  loading::ready_queue q(2, 4);
   auto entry = [](std::uint64_t seq) {
-    detail::ready_entry e;
+    loading::ready_entry e;
     e.meta.sequence = seq;
     e.slot = seq % 4;
     e.has_slot = true;

@@ -16,8 +16,10 @@
 #include "gpufeed/detail/loader/telemetry.hpp"
 #include "gpufeed/detail/loader/trace.hpp"
 
-using gpufeed::detail::slot_ledger;
-using gpufeed::detail::worker_id;
+namespace loading = gpufeed::detail::loading;
+
+using loading::slot_ledger;
+using loading::worker_id;
 
 namespace {
 
@@ -139,7 +141,7 @@ TEST_CASE("slot_ledger: a planner waiting for a staging slot wakes on a return; 
 }
 
 TEST_CASE("telemetry: counters are keyed by worker id") {
-  gpufeed::detail::telemetry m(3);
+  loading::telemetry m(3);
   m.worker(worker_id(2)).records.store(20);
   m.worker(worker_id(0)).records.store(5);
   CHECK_THROWS_AS((void)m.worker(worker_id(3)), std::logic_error);
@@ -152,13 +154,13 @@ TEST_CASE("telemetry: counters are keyed by worker id") {
 }
 
 TEST_CASE("tracer: worker tracks are keyed by id; the planner's and consumer's are their own") {
-  gpufeed::detail::tracer off(2, 0);
+  loading::tracer off(2, 0);
   CHECK(off.worker(worker_id(0)) == nullptr);
   CHECK(off.planner() == nullptr);
   off.add(off.planner(), "plan", 0, 1, 0);  // a no-op
   CHECK(off.dropped() == 0);
 
-  gpufeed::detail::tracer t(2, 1);
+  loading::tracer t(2, 1);
   REQUIRE(t.worker(worker_id(1)) != nullptr);
   CHECK(t.worker(worker_id(1))->name() == "worker 1");
   CHECK(t.worker(worker_id(2)) == nullptr);

@@ -90,7 +90,7 @@ template <class Source>
 order_choice choose_order(const Source& src, const std::string& asked) {
   order_choice c;
   c.records_per_unit = detail::records_per_decode_unit(src);
-  const bool many = c.records_per_unit >= detail::shuffled_notice_records;
+  const bool many = c.records_per_unit >= detail::loading::shuffled_notice_records;
   const std::string per = std::to_string(static_cast<std::uint64_t>(c.records_per_unit));
   if (asked == "auto" || asked.empty()) {
     c.order = many ? sample_order::block_shuffled : sample_order::shuffled;

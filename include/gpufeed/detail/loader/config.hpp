@@ -16,7 +16,7 @@
 #include "gpufeed/sampler.hpp"
 #include "gpufeed/source.hpp"
 
-namespace gpufeed::detail {
+namespace gpufeed::detail::loading {
 
 // A loader_config with workers, prefetch, streams, slot_data_bytes and chunk_records resolved,
 // and what the pipeline needs to know about the source and the record order.
@@ -237,4 +237,4 @@ pipeline_setup resolve_config(const Source& src, loader_config c,
                         std::move(size_notice), tasks_fill_records};
 }
 
-}  // namespace gpufeed::detail
+}  // namespace gpufeed::detail::loading

@@ -19,7 +19,7 @@
 #include "gpufeed/detail/loader/types.hpp"
 #include "gpufeed/error.hpp"
 
-namespace gpufeed::detail {
+namespace gpufeed::detail::loading {
 
 // The view of a batch described by `m` laid out as `l` at `base` (host or target memory).
 inline batch_view view_at(const batch_meta& m, const slot_layout& l, std::byte* base,
@@ -130,4 +130,4 @@ class ready_queue {
   bool stopped_ = false;
 };
 
-}  // namespace gpufeed::detail
+}  // namespace gpufeed::detail::loading

@@ -14,7 +14,7 @@
 #include "gpufeed/detail/loader/types.hpp"
 #include "gpufeed/error.hpp"
 
-namespace gpufeed::detail {
+namespace gpufeed::detail::loading {
 
 inline std::string describe(const std::exception_ptr& e) {
   try {
@@ -150,4 +150,4 @@ inline std::vector<skipped_record> apply_error_policy(staging_slot& slot, const 
   return out;
 }
 
-}  // namespace gpufeed::detail
+}  // namespace gpufeed::detail::loading

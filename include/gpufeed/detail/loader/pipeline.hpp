@@ -27,7 +27,7 @@
 #include "gpufeed/source.hpp"
 #include "gpufeed/stats.hpp"
 
-namespace gpufeed::detail {
+namespace gpufeed::detail::loading {
 
 template <source Source>
 class pipeline final : public batch_owner, public std::enable_shared_from_this<pipeline<Source>> {
@@ -202,4 +202,4 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
   thread_group threads_;        // last: joined before the members the threads use go away
 };
 
-}  // namespace gpufeed::detail
+}  // namespace gpufeed::detail::loading

@@ -15,7 +15,7 @@
 #include "gpufeed/error.hpp"
 #include "gpufeed/source.hpp"
 
-namespace gpufeed::detail {
+namespace gpufeed::detail::loading {
 
 // Fills `slot` (whose meta names the epoch and the round's global position) with the batch's indices, labels
 // and offsets, and sets meta.records and meta.data_bytes. Throws config_error when the records
@@ -126,4 +126,4 @@ void split_tasks(const Source& src, std::size_t s, const std::uint64_t* idx, std
   }
 }
 
-}  // namespace gpufeed::detail
+}  // namespace gpufeed::detail::loading

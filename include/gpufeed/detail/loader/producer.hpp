@@ -34,7 +34,7 @@
 #include "gpufeed/detail/loader/state.hpp"
 #include "gpufeed/source.hpp"
 
-namespace gpufeed::detail {
+namespace gpufeed::detail::loading {
 
 template <source Source>
 class producer {
@@ -312,4 +312,4 @@ class producer {
   window_read_ahead<Source> read_ahead_;  // planner; workers call its const decode_ahead()
 };
 
-}  // namespace gpufeed::detail
+}  // namespace gpufeed::detail::loading

@@ -33,7 +33,7 @@
 #include "gpufeed/detail/loader/config.hpp"
 #include "gpufeed/source.hpp"
 
-namespace gpufeed::detail {
+namespace gpufeed::detail::loading {
 
 template <source Source>
 class window_read_ahead {
@@ -161,4 +161,4 @@ class window_read_ahead {
   std::uint64_t ahead_done_ = 0;                              // its slots handed out so far
 };
 
-}  // namespace gpufeed::detail
+}  // namespace gpufeed::detail::loading

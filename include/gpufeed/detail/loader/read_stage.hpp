@@ -15,7 +15,7 @@
 #include "gpufeed/detail/loader/types.hpp"
 #include "gpufeed/source.hpp"
 
-namespace gpufeed::detail {
+namespace gpufeed::detail::loading {
 
 // Reads records [begin, end) of `slot` (laid out as `l`) with `reader`; returns the bytes read
 // and adds the records that failed to `failures`. With `order` (pipeline_setup::sorted_tasks:
@@ -110,4 +110,4 @@ std::uint64_t read_records(Reader& reader, staging_slot& slot, const slot_layout
   return bytes;
 }
 
-}  // namespace gpufeed::detail
+}  // namespace gpufeed::detail::loading

@@ -25,7 +25,7 @@
 #include "gpufeed/record_transform.hpp"
 #include "gpufeed/source.hpp"
 
-namespace gpufeed::detail {
+namespace gpufeed::detail::loading {
 
 // Sources that list their shards without opening them (a test's in-memory shards): path,
 // first_record, records each. hdf5_source and lmdb_source, whose shards() opens every shard,
@@ -267,4 +267,4 @@ inline std::vector<skipped_record> pack_bounded(staging_slot& slot, const slot_l
   return out;
 }
 
-}  // namespace gpufeed::detail
+}  // namespace gpufeed::detail::loading

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace gpufeed::detail {
+namespace gpufeed::detail::loading {
 
 struct slot_layout {
   std::size_t batch_size = 0;
@@ -41,4 +41,4 @@ struct slot_layout {
   }
 };
 
-}  // namespace gpufeed::detail
+}  // namespace gpufeed::detail::loading

@@ -32,7 +32,7 @@
 
 #include "gpufeed/bounded_queue.hpp"
 
-namespace gpufeed::detail {
+namespace gpufeed::detail::loading {
 
 class slot_ledger {
  public:
@@ -194,4 +194,4 @@ class slot_ledger {
   std::uint64_t returns_ = 0;  // staging_may_return() calls, under return_mutex_
 };
 
-}  // namespace gpufeed::detail
+}  // namespace gpufeed::detail::loading

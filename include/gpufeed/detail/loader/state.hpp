@@ -20,7 +20,7 @@
 #include "gpufeed/detail/numa/loader_placement.hpp"
 #include "gpufeed/target.hpp"
 
-namespace gpufeed::detail {
+namespace gpufeed::detail::loading {
 
 // Every size loader_state's members are built with, computed before any of them exists.
 struct slot_counts {
@@ -91,4 +91,4 @@ class loader_state {
   std::vector<std::vector<std::uint64_t>> mirrors;  // per target slot: host copy of metadata
 };
 
-}  // namespace gpufeed::detail
+}  // namespace gpufeed::detail::loading

@@ -23,7 +23,7 @@
 #include "gpufeed/detail/loader/worker_id.hpp"
 #include "gpufeed/stats.hpp"
 
-namespace gpufeed::detail {
+namespace gpufeed::detail::loading {
 
 using steady = std::chrono::steady_clock;
 
@@ -172,4 +172,4 @@ class telemetry {
   std::uint64_t skipped_ = 0, substituted_ = 0;
 };
 
-}  // namespace gpufeed::detail
+}  // namespace gpufeed::detail::loading

@@ -22,7 +22,7 @@
 #include "gpufeed/detail/loader/worker_id.hpp"
 #include "gpufeed/target.hpp"
 
-namespace gpufeed::detail {
+namespace gpufeed::detail::loading {
 
 // Names the calling thread's work in a profiler's timeline while in scope (no probe: nothing).
 class probe_range {
@@ -186,4 +186,4 @@ class tracer {
   std::unique_ptr<trace_track> planner_, consumer_;
 };
 
-}  // namespace gpufeed::detail
+}  // namespace gpufeed::detail::loading

@@ -13,7 +13,7 @@
 #include "gpufeed/batch_view.hpp"
 #include "gpufeed/memory.hpp"
 
-namespace gpufeed::detail {
+namespace gpufeed::detail::loading {
 
 struct record_failure {
   std::size_t position;  // within the batch
@@ -55,4 +55,4 @@ struct chunk_task {
   std::uint64_t epoch = 0, window = 0;
 };
 
-}  // namespace gpufeed::detail
+}  // namespace gpufeed::detail::loading

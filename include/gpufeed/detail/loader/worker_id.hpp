@@ -6,7 +6,7 @@
 #include <compare>
 #include <cstddef>
 
-namespace gpufeed::detail {
+namespace gpufeed::detail::loading {
 
 struct worker_id {
   std::size_t value = 0;
@@ -16,4 +16,4 @@ struct worker_id {
   friend constexpr auto operator<=>(worker_id, worker_id) noexcept = default;
 };
 
-}  // namespace gpufeed::detail
+}  // namespace gpufeed::detail::loading
