@@ -166,10 +166,12 @@ TEST_CASE("chunk_part: runs through a 3-D chunk grid cover every record byte onc
   pos[0] = 1;
   chunk_part part(r, b, pos);
   CHECK(part.runs() == 1);
-  CHECK(part.run_bytes() == 24);
-  CHECK_FALSE(part.whole_chunk());
-  part.for_each_run([](std::size_t src, std::size_t dst, std::size_t) {
+  int calls = 0;
+  part.for_each_run([&](std::size_t src, std::size_t dst, std::size_t bytes) {
+    ++calls;
     CHECK(src == 24);
     CHECK(dst == 0);
+    CHECK(bytes == 24);
   });
+  CHECK(calls == 1);
 }

@@ -121,15 +121,12 @@ class chunk_part {
     run_bytes_ = static_cast<std::size_t>(run) * cg.element_size;
     runs_ = 1;
     for (int d = 0; d < p_; ++d) runs_ *= hi_[d] - lo_[d];
-    whole_chunk_ = runs_ == 1 && run_bytes_ == cg.chunk_bytes;
   }
 
-  [[nodiscard]] std::size_t run_bytes() const noexcept { return run_bytes_; }
   [[nodiscard]] std::uint64_t runs() const noexcept { return runs_; }
-  // The whole chunk is one run of the record: it may be decoded straight into the record.
-  [[nodiscard]] bool whole_chunk() const noexcept { return whole_chunk_; }
 
-  // Calls fn(byte offset in the chunk, byte offset in the record, run_bytes()) for each run.
+  // Calls fn(byte offset in the chunk, byte offset in the record, bytes in the run) for each run
+  // (every run of a part has the same length).
   template <class Fn>
   void for_each_run(Fn&& fn) const {
     coords idx = lo_;
@@ -155,7 +152,6 @@ class chunk_part {
   coords lo_{}, hi_{}, chunk_origin_{}, box_start_{}, chunk_stride_{}, dst_stride_{};
   std::size_t run_bytes_ = 0;
   std::uint64_t runs_ = 0;
-  bool whole_chunk_ = false;
 };
 
 }  // namespace gpufeed::detail::hdf5
