@@ -12,6 +12,7 @@
 #include <string>
 
 #include "gpufeed/detail/hdf5/shard.hpp"
+#include "gpufeed/detail/hdf5/source_state.hpp"
 
 namespace gpufeed::detail::hdf5 {
 
@@ -70,6 +71,22 @@ inline void advise_records(const shard_index& s, std::uint64_t lo, std::uint64_t
       advise_extent(s, at, stop - at);
       return;
     }
+  }
+}
+
+// Advises the extents records [first, first + count) of a source read (clipped to the source),
+// shard by shard. Shards not opened yet, or whose descriptors are closed (shard_lru), are not
+// advised: opening is I/O, and their first read opens them.
+inline void advise_source_records(const source_state& st, std::uint64_t first,
+                                  std::uint64_t count) noexcept {
+  if (first >= st.size()) return;
+  const std::uint64_t end = st.size() - first < count ? st.size() : first + count;
+  for (std::size_t k = st.locate(first); k < st.shard_count(); ++k) {
+    const std::uint64_t lo = st.first[k], hi = st.first[k + 1];
+    if (lo >= end) break;
+    if (!st.is_open(k) || !st.lru->pin_if_open(k)) continue;
+    advise_records(st.shard(k), std::max(first, lo) - lo, std::min(end, hi) - lo);
+    st.lru->unpin(k);
   }
 }
 
