@@ -38,7 +38,7 @@
 // Opening (hdf5_options::open). Lazy by default: the first shard is opened at construction, every
 // other one when a record of it is first used (read, record_size of a blob record, label,
 // decode_unit unless the manifest states the shard's band height), once and thread-safely
-// (detail/lazy_slot.hpp), so a rank opens only the shards its records lie in.
+// (detail/record_space/lazy_slot.hpp), so a rank opens only the shards its records lie in.
 // Their record counts and largest records come up front from `gpufeed pack`'s manifest.json
 // beside the first shard, else from a header read per shard (closed again); a shard that no
 // longer matches them is a format_error naming it. shards() describes every shard and so opens
@@ -147,7 +147,7 @@ class hdf5_source {
   [[nodiscard]] std::size_t record_size(std::uint64_t i) const {
     const std::size_t k = state().locate(i);
     if (state_->fixed_record) return state_->fixed_record;  // every shard's rows match the first's
-    return state_->shard(k).record_bytes(i - state_->first[k]);
+    return state_->shard(k).record_bytes(i - state_->first(k));
   }
 
   // Row bytes for the fixed layout, 0 for blob.
@@ -196,7 +196,7 @@ class hdf5_source {
                              "shards' label dataset in hdf5_options::label_dataset)",
                          std::move(ctx));
     }
-    return state_->shard(k).labels[static_cast<std::size_t>(i - state_->first[k])];
+    return state_->shard(k).labels[static_cast<std::size_t>(i - state_->first(k))];
   }
 
   [[nodiscard]] reader make_reader() const;
@@ -250,8 +250,7 @@ class hdf5_source {
   // Models file_naming_source: the shard holding record i, as given, without opening it.
   // config_error when i is out of range.
   [[nodiscard]] const std::filesystem::path& file_of(std::uint64_t i) const {
-    const auto& st = state();
-    return st.slots[st.locate(i)]->path;
+    return state().file_of(i);
   }
 
   // Models record_naming_source: record i's input name from its shard's names table (names/data
@@ -261,13 +260,13 @@ class hdf5_source {
   [[nodiscard]] std::optional<std::string> name_of(std::uint64_t i) const {
     const auto& st = state();
     const std::size_t k = st.locate(i);
-    return detail::hdf5::read_record_name(st.slots[k]->path, st.first[k + 1] - st.first[k],
-                                          i - st.first[k], i);
+    return detail::hdf5::read_record_name(st.file_of(i), st.first(k + 1) - st.first(k),
+                                          i - st.first(k), i);
   }
 
   // Shards opened so far (1 after construction with lazy opening, every one with eager).
   [[nodiscard]] std::size_t shards_opened() const noexcept {
-    return state_ ? state_->opens.load(std::memory_order_relaxed) : 0;
+    return state_ ? state_->space.opens() : 0;
   }
 
   // True when any opened shard reads through H5Dread (serialised by HDF5's lock).

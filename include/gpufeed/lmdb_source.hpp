@@ -90,8 +90,8 @@ namespace gpufeed {
 namespace detail::lmdb {
 struct source_state {
   source_state(const std::vector<std::filesystem::path>& paths, bool datum, bool immutable,
-               unsigned max_readers, bool eager, std::size_t max_open)
-      : records(paths, datum, immutable, max_readers, eager, max_open), pid(::getpid()) {}
+               unsigned max_readers, record_space::open_kind open, std::size_t max_open)
+      : records(paths, datum, immutable, max_readers, open, max_open), pid(::getpid()) {}
   catalog records;  // owns the envs: declared before the pool so the pool's txns end first
   txn_pool pool;
   std::once_flag infos_once;  // shards(): built once, after opening every shard (retried after
@@ -126,7 +126,7 @@ class lmdb_source {
     const bool datum = options.format == lmdb_options::value_format::datum;
     state_ = std::make_shared<detail::lmdb::source_state>(
         shard_dirs, datum, options.immutable, options.max_readers,
-        options.open == lmdb_options::open_kind::eager, options.max_open_shards);
+        detail::record_space::open_kind_of(options.open), options.max_open_shards);
   }
 
   lmdb_source(lmdb_source&&) noexcept = default;
@@ -273,7 +273,7 @@ class lmdb_source {
   // config_error when i is out of range.
   [[nodiscard]] const std::filesystem::path& file_of(std::uint64_t i) const {
     detail::lmdb::check_index(state_->records, i);
-    return state_->records.shard_path(state_->records.shard_of(i));
+    return state_->records.file_of(i);
   }
 
   // Shards opened so far (1 after construction with lazy opening, every one with eager).

@@ -27,8 +27,8 @@ inline constexpr std::uint64_t band_unit_bit = std::uint64_t{1} << 63;
 // from it without opening; a compressed blob shard is opened (its offsets place the record).
 inline std::uint64_t decode_unit_of(const source_state& st, std::uint64_t i) {
   const std::size_t k = st.locate(i);
-  const std::uint64_t local = i - st.first[k];
-  const auto& sl = *st.slots[k];
+  const std::uint64_t local = i - st.first(k);
+  const auto& sl = st.space.at(k);
   const shard_index* opened = sl.opened.if_open();
   if (!opened && sl.expected.band_rows && (*sl.expected.band_rows == 0 || !st.blob())) {
     const std::uint64_t rows = *sl.expected.band_rows;

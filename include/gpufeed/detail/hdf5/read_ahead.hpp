@@ -79,15 +79,12 @@ inline void advise_records(const shard_index& s, std::uint64_t lo, std::uint64_t
 // advised: opening is I/O, and their first read opens them.
 inline void advise_source_records(const source_state& st, std::uint64_t first,
                                   std::uint64_t count) noexcept {
-  if (first >= st.size()) return;
-  const std::uint64_t end = st.size() - first < count ? st.size() : first + count;
-  for (std::size_t k = st.locate(first); k < st.shard_count(); ++k) {
-    const std::uint64_t lo = st.first[k], hi = st.first[k + 1];
-    if (lo >= end) break;
-    if (!st.is_open(k) || !st.lru->pin_if_open(k)) continue;
-    advise_records(st.shard(k), std::max(first, lo) - lo, std::min(end, hi) - lo);
-    st.lru->unpin(k);
-  }
+  st.space.for_each_shard_part(first, count, [&](std::size_t k, std::uint64_t lo,
+                                                  std::uint64_t hi) noexcept {
+    if (!st.is_open(k) || !st.space.lru().pin_if_open(k)) return;
+    advise_records(st.shard(k), lo, hi);
+    st.space.lru().unpin(k);
+  });
 }
 
 }  // namespace gpufeed::detail::hdf5

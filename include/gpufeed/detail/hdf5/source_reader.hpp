@@ -37,7 +37,7 @@ class source_reader {
     // Another shard: let go of the last one first, so that opening this one may close it.
     if (!held_.holds(k)) held_.release();
     const auto& s = state_->shard(k);
-    const std::uint64_t local = i - state_->first[k];
+    const std::uint64_t local = i - state_->first(k);
     const std::size_t need = s.record_bytes(local);
     if (dst.size() < need) {
       error_context ctx;
@@ -49,7 +49,7 @@ class source_reader {
     }
     // Its descriptors stay open while it is read: the reader keeps its last shard pinned
     // (detail::held_pin), so reads of one shard pin it once, not once per record.
-    if (!held_.holds(k)) held_.hold(state_->lru.get(), k);
+    if (!held_.holds(k)) held_.hold(&state_->space.lru(), k);
     return impl_.read(s, state_->key_base[k], local, i, dst, wait);
   }
 
@@ -59,7 +59,7 @@ class source_reader {
     const std::size_t k = state_->locate(first);
     const auto& s = state_->shard(k);
     if (!reads_adjacent(s)) return 0;
-    const std::uint64_t local = first - state_->first[k];
+    const std::uint64_t local = first - state_->first(k);
     const std::uint64_t left = s.records - local;
     const std::size_t n = left < dst.size() ? static_cast<std::size_t>(left) : dst.size();
     const auto pin = state_->pin(k);
@@ -76,17 +76,12 @@ class source_reader {
   // Decodes ahead the chunks records [first, first + count) will read (clipped to the source),
   // opening their shards. Never throws: what fails is left to the reads, which report it.
   void decode_ahead(std::uint64_t first, std::uint64_t count) noexcept {
-    const std::uint64_t n = state_->first.back();
-    if (first >= n) return;
-    const std::uint64_t end = n - first < count ? n : first + count;
     try {
-      for (std::size_t k = state_->locate(first); k < state_->shard_count(); ++k) {
-        const std::uint64_t lo = state_->first[k], hi = state_->first[k + 1];
-        if (lo >= end) break;
-        const auto pin = state_->pin(k);
-        impl_.decode_ahead(state_->shard(k), state_->key_base[k], std::max(first, lo) - lo,
-                           std::min(end, hi) - lo);
-      }
+      state_->space.for_each_shard_part(
+          first, count, [&](std::size_t k, std::uint64_t lo, std::uint64_t hi) {
+            const auto pin = state_->pin(k);
+            impl_.decode_ahead(state_->shard(k), state_->key_base[k], lo, hi);
+          });
     } catch (...) {
     }
   }
