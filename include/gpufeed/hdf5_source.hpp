@@ -38,7 +38,7 @@
 // Opening (hdf5_options::open). Lazy by default: the first shard is opened at construction, every
 // other one when a record of it is first used (read, record_size of a blob record, label,
 // decode_unit unless the manifest states the shard's band height), once and thread-safely
-// (detail/lazy_slot.hpp), so a rank opens only the shards its records lie in.
+// (detail/record_space/lazy_slot.hpp), so a rank opens only the shards its records lie in.
 // Their record counts and largest records come up front from `gpufeed pack`'s manifest.json
 // beside the first shard, else from a header read per shard (closed again); a shard that no
 // longer matches them is a format_error naming it. shards() describes every shard and so opens
@@ -92,11 +92,11 @@
 #include <vector>
 
 #include "gpufeed/decode_stats.hpp"
-#include "gpufeed/detail/hdf5/adjacent_read.hpp"
-#include "gpufeed/detail/hdf5/open_shard.hpp"
+#include "gpufeed/detail/hdf5/decode_unit.hpp"
 #include "gpufeed/detail/hdf5/read_ahead.hpp"
 #include "gpufeed/detail/hdf5/record_names.hpp"
-#include "gpufeed/detail/hdf5/record_reader.hpp"
+#include "gpufeed/detail/hdf5/shard_descriptions.hpp"
+#include "gpufeed/detail/hdf5/source_reader.hpp"
 #include "gpufeed/detail/hdf5/source_state.hpp"
 #include "gpufeed/detail/pack_directory.hpp"
 #include "gpufeed/detail/shard_paths.hpp"
@@ -147,7 +147,7 @@ class hdf5_source {
   [[nodiscard]] std::size_t record_size(std::uint64_t i) const {
     const std::size_t k = state().locate(i);
     if (state_->fixed_record) return state_->fixed_record;  // every shard's rows match the first's
-    return state_->shard(k).record_bytes(i - state_->first[k]);
+    return state_->shard(k).record_bytes(i - state_->first(k));
   }
 
   // Row bytes for the fixed layout, 0 for blob.
@@ -170,27 +170,7 @@ class hdf5_source {
   // that the manifest still holds); compressed blob shards need their offsets, so asking opens
   // the record's shard.
   [[nodiscard]] std::uint64_t decode_unit(std::uint64_t i) const {
-    const std::size_t k = state().locate(i);
-    const std::uint64_t local = i - state_->first[k];
-    constexpr std::uint64_t top = std::uint64_t{1} << 63;
-    const auto& sl = *state_->slots[k];
-    const detail::hdf5::shard_index* opened = sl.opened.if_open();
-    if (!opened && sl.expected.band_rows && (*sl.expected.band_rows == 0 || !state_->blob())) {
-      const std::uint64_t rows = *sl.expected.band_rows;
-      return rows == 0 ? i : top | (state_->key_base[k] + local / rows);
-    }
-    if (!opened) {
-      try {
-        opened = &state_->shard(k);
-      } catch (const error&) {
-        return i;
-      }
-    }
-    const auto& s = *opened;
-    if (s.kind != detail::hdf5::read_kind::chunked || s.pipeline.empty()) return i;
-    // The band holding the record's first element: its row (fixed) or byte (blob) along
-    // dimension 0 over the chunk's extent there.
-    return top | (state_->key_base[k] + (s.blob ? s.offsets[local] : local) / s.grid.chunk[0]);
+    return detail::hdf5::decode_unit_of(state(), i);
   }
 
   class reader;
@@ -216,7 +196,7 @@ class hdf5_source {
                              "shards' label dataset in hdf5_options::label_dataset)",
                          std::move(ctx));
     }
-    return state_->shard(k).labels[static_cast<std::size_t>(i - state_->first[k])];
+    return state_->shard(k).labels[static_cast<std::size_t>(i - state_->first(k))];
   }
 
   [[nodiscard]] reader make_reader() const;
@@ -234,17 +214,7 @@ class hdf5_source {
   // to the source); see "Read-ahead" above. Shards not opened yet are not advised (opening
   // is I/O; their first read opens them).
   void will_need(std::uint64_t first, std::uint64_t count) const noexcept {
-    if (!state_ || first >= size()) return;
-    const std::uint64_t end = size() - first < count ? size() : first + count;
-    for (std::size_t k = state_->locate(first); k < state_->shard_count(); ++k) {
-      const std::uint64_t lo = state_->first[k], hi = state_->first[k + 1];
-      if (lo >= end) break;
-      // Not opened, or its descriptor closed (shard_lru): nothing to advise until it is read.
-      if (!state_->is_open(k) || !state_->lru->pin_if_open(k)) continue;
-      detail::hdf5::advise_records(state_->shard(k), std::max(first, lo) - lo,
-                                   std::min(end, hi) - lo);
-      state_->lru->unpin(k);
-    }
+    if (state_) detail::hdf5::advise_source_records(*state_, first, count);
   }
 
   // Models decode_stats_source: counters since the source was opened, over all its readers.
@@ -267,35 +237,20 @@ class hdf5_source {
   // open error): describing a shard takes opening it. shard_info(k) does not open.
   [[nodiscard]] const std::vector<hdf5_shard_info>& shards() const {
     const auto& st = state();
-    std::call_once(*info_once_, [&] {
-      std::vector<hdf5_shard_info> v;
-      for (std::size_t k = 0; k < st.shard_count(); ++k) v.push_back(st.shard(k).description);
-      info_ = std::move(v);
-    });
+    std::call_once(*info_once_, [&] { info_ = detail::hdf5::describe_all_shards(st); });
     return info_;
   }
 
   // Shard k as known now: its description when opened, else (opened == false) only its path,
   // place and record count. config_error when k is out of range.
   [[nodiscard]] hdf5_shard_info shard_info(std::size_t k) const {
-    const auto& st = state();
-    if (k >= st.shard_count())
-      throw config_error("shard " + std::to_string(k) + " is out of range (the source has " +
-                         std::to_string(st.shard_count()) + " shards)");
-    if (st.is_open(k)) return st.shard(k).description;
-    hdf5_shard_info d;
-    d.path = st.slots[k]->path;
-    d.first_record = st.first[k];
-    d.records = st.first[k + 1] - st.first[k];
-    d.opened = false;
-    return d;
+    return detail::hdf5::describe_shard(state(), k);
   }
 
   // Models file_naming_source: the shard holding record i, as given, without opening it.
   // config_error when i is out of range.
   [[nodiscard]] const std::filesystem::path& file_of(std::uint64_t i) const {
-    const auto& st = state();
-    return st.slots[st.locate(i)]->path;
+    return state().file_of(i);
   }
 
   // Models record_naming_source: record i's input name from its shard's names table (names/data
@@ -305,23 +260,18 @@ class hdf5_source {
   [[nodiscard]] std::optional<std::string> name_of(std::uint64_t i) const {
     const auto& st = state();
     const std::size_t k = st.locate(i);
-    return detail::hdf5::read_record_name(st.slots[k]->path, st.first[k + 1] - st.first[k],
-                                          i - st.first[k], i);
+    return detail::hdf5::read_record_name(st.file_of(i), st.first(k + 1) - st.first(k),
+                                          i - st.first(k), i);
   }
 
   // Shards opened so far (1 after construction with lazy opening, every one with eager).
   [[nodiscard]] std::size_t shards_opened() const noexcept {
-    return state_ ? state_->opens.load(std::memory_order_relaxed) : 0;
+    return state_ ? state_->space.opens() : 0;
   }
 
   // True when any opened shard reads through H5Dread (serialised by HDF5's lock).
   [[nodiscard]] bool uses_fallback() const noexcept {
-    if (!state_) return false;
-    for (std::size_t k = 0; k < state_->shard_count(); ++k)
-      if (state_->is_open(k) &&
-          state_->shard(k).description.read_path == hdf5_read_path::h5dread_fallback)
-        return true;
-    return false;
+    return state_ && detail::hdf5::any_opened_fallback(*state_);
   }
 
  private:
@@ -344,95 +294,45 @@ class hdf5_source {
 class hdf5_source::reader {
  public:
   // config_error when i is out of range or dst is smaller than record_size(i).
-  void read(std::uint64_t i, std::span<std::byte> dst) { (void)read_at(i, dst, true); }
+  void read(std::uint64_t i, std::span<std::byte> dst) { (void)impl_.read(i, dst, true); }
 
   // As read(), but never waits for a chunk another reader (another worker) is decoding: the rest
   // of the record is done, and false says its remaining chunks are left for finish_deferred().
   // A worker with more records to read takes them meanwhile instead of queueing behind that
   // decode (docs/design.md, "HDF5 compressed chunks", deferred records). True: the record is
   // complete.
-  bool try_read(std::uint64_t i, std::span<std::byte> dst) { return read_at(i, dst, false); }
+  bool try_read(std::uint64_t i, std::span<std::byte> dst) { return impl_.read(i, dst, false); }
 
   // Reads records first, first + 1, ... into dst[0], dst[1], ... (each exactly its record's
   // size) with one system call when they are adjacent in their file (a contiguous dataset) and
   // returns how many it read: all of them, or those up to the end of first's shard; 0 when
   // first's shard is chunked (read those one by one). Errors as read(), naming `first`.
   std::size_t read_run(std::uint64_t first, std::span<const std::span<std::byte>> dst) {
-    const std::size_t k = state_->locate(first);
-    const auto& s = state_->shard(k);
-    if (!detail::hdf5::reads_adjacent(s)) return 0;
-    const std::uint64_t local = first - state_->first[k];
-    const std::uint64_t left = s.records - local;
-    const std::size_t n = left < dst.size() ? static_cast<std::size_t>(left) : dst.size();
-    const auto pin = state_->pin(k);
-    detail::hdf5::read_adjacent(s, local, first, dst.first(n), iov_);
-    return n;
+    return impl_.read_run(first, dst);
   }
 
   // Completes the oldest record try_read() left unfinished (pass the same i and dst), waiting
   // for its chunks; records are finished in the order they were left. Errors as read().
-  void finish_deferred(std::uint64_t i, std::span<std::byte> dst) {
-    const auto pin = state_->pin(state_->locate(i));  // its chunks are read now
-    impl_.finish_deferred(i, dst);
-  }
+  void finish_deferred(std::uint64_t i, std::span<std::byte> dst) { impl_.finish_deferred(i, dst); }
 
   // Decodes ahead, into the shared cache, the chunks records [first, first + count) will read
   // (the loader's workers do it for block_shuffled's next window), while the cache has room
   // without evicting chunks still being read. Opens shards not opened yet. Never throws: a
   // shard or chunk that fails is left to the reads, which report it.
   void decode_ahead(std::uint64_t first, std::uint64_t count) noexcept {
-    const std::uint64_t n = state_->first.back();
-    if (first >= n) return;
-    const std::uint64_t end = n - first < count ? n : first + count;
-    try {
-      for (std::size_t k = state_->locate(first); k < state_->shard_count(); ++k) {
-        const std::uint64_t lo = state_->first[k], hi = state_->first[k + 1];
-        if (lo >= end) break;
-        const auto pin = state_->pin(k);
-        impl_.decode_ahead(state_->shard(k), state_->key_base[k], std::max(first, lo) - lo,
-                           std::min(end, hi) - lo);
-      }
-    } catch (...) {
-    }
+    impl_.decode_ahead(first, count);
   }
 
   // Drops this reader's scratch buffers when they hold more than 16 MiB (the shared cache of
   // decoded chunks stays: the next batch may reuse it), and its pin on the shard it read last.
-  void idle() noexcept {
-    impl_.release(std::size_t{16} << 20);
-    held_.release();
-  }
+  void idle() noexcept { impl_.idle(std::size_t{16} << 20); }
 
  private:
   friend class hdf5_source;
   explicit reader(std::shared_ptr<const detail::hdf5::source_state> state)
-      : state_(std::move(state)), impl_(*state_->cache) {}
+      : impl_(std::move(state)) {}
 
-  bool read_at(std::uint64_t i, std::span<std::byte> dst, bool wait) {
-    const std::size_t k = state_->locate(i);
-    // Another shard: let go of the last one first, so that opening this one may close it.
-    if (!held_.holds(k)) held_.release();
-    const auto& s = state_->shard(k);
-    const std::uint64_t local = i - state_->first[k];
-    const std::size_t need = s.record_bytes(local);
-    if (dst.size() < need) {
-      error_context ctx;
-      ctx.file = s.path;
-      ctx.record = i;
-      throw config_error("destination holds " + std::to_string(dst.size()) + " bytes; record " +
-                             std::to_string(i) + " needs " + std::to_string(need),
-                         std::move(ctx));
-    }
-    // Its descriptors stay open while it is read: the reader keeps its last shard pinned
-    // (detail::held_pin), so reads of one shard pin it once, not once per record.
-    if (!held_.holds(k)) held_.hold(state_->lru.get(), k);
-    return impl_.read(s, state_->key_base[k], local, i, dst, wait);
-  }
-
-  std::shared_ptr<const detail::hdf5::source_state> state_;  // declared first: outlives impl_
-  detail::held_pin held_;  // the shard read last, pinned until another is read or idle()
-  detail::hdf5::record_reader impl_;
-  std::vector<iovec> iov_;  // read_run's scratch
+  detail::hdf5::source_reader impl_;
 };
 
 inline void hdf5_source::read(std::uint64_t i, std::span<std::byte> dst) const {

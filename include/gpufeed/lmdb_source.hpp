@@ -83,42 +83,15 @@
 #include "gpufeed/detail/pack_directory.hpp"
 #include "gpufeed/detail/shard_paths.hpp"
 #include "gpufeed/error.hpp"
+#include "gpufeed/lmdb_options.hpp"
 
 namespace gpufeed {
-
-struct lmdb_options {
-  enum class value_format { raw, datum };
-  value_format format = value_format::raw;
-  // When shards are opened (an open keeps a descriptor and a map, and scans the shard):
-  //   lazy   the first at construction, every other on first use of one of its records.
-  //   eager  every shard at construction: every open error there.
-  // Mutable shards (immutable = false) are always opened at construction.
-  enum class open_kind { lazy, eager };
-  open_kind open = open_kind::lazy;
-  unsigned max_readers = 512;  // LMDB reader slots per shard (used when !immutable)
-  bool immutable = true;       // MDB_NOLOCK: nobody writes the shards while they are open
-  // The most shards whose environments (a descriptor and a map each, plus lock.mdb's when
-  // mutable) are open at once; 0: no bound. Past it the least recently used shard not being read
-  // is closed and reopened by its next read, keeping its record table (no rescan). May be
-  // exceeded by one shard per reading thread (each pins the shard it reads). The default leaves
-  // most of a 1024-descriptor limit (`ulimit -n`) to the rest of the process.
-  std::size_t max_open_shards = 256;
-};
-
-struct lmdb_shard_info {
-  std::filesystem::path path;
-  std::uint64_t first_record = 0, records = 0;
-  std::uint64_t data_bytes = 0;  // sum of delivered record sizes
-  std::size_t min_record = 0, max_record = 0;
-  std::string format;  // "raw" or "datum"
-  bool opened = true;  // false: not opened yet (lazy): only path, place and records are known
-};
 
 namespace detail::lmdb {
 struct source_state {
   source_state(const std::vector<std::filesystem::path>& paths, bool datum, bool immutable,
-               unsigned max_readers, bool eager, std::size_t max_open)
-      : records(paths, datum, immutable, max_readers, eager, max_open), pid(::getpid()) {}
+               unsigned max_readers, record_space::open_kind open, std::size_t max_open)
+      : records(paths, datum, immutable, max_readers, open, max_open), pid(::getpid()) {}
   catalog records;  // owns the envs: declared before the pool so the pool's txns end first
   txn_pool pool;
   std::once_flag infos_once;  // shards(): built once, after opening every shard (retried after
@@ -153,7 +126,7 @@ class lmdb_source {
     const bool datum = options.format == lmdb_options::value_format::datum;
     state_ = std::make_shared<detail::lmdb::source_state>(
         shard_dirs, datum, options.immutable, options.max_readers,
-        options.open == lmdb_options::open_kind::eager, options.max_open_shards);
+        detail::record_space::open_kind_of(options.open), options.max_open_shards);
   }
 
   lmdb_source(lmdb_source&&) noexcept = default;
@@ -300,7 +273,7 @@ class lmdb_source {
   // config_error when i is out of range.
   [[nodiscard]] const std::filesystem::path& file_of(std::uint64_t i) const {
     detail::lmdb::check_index(state_->records, i);
-    return state_->records.shard_path(state_->records.shard_of(i));
+    return state_->records.file_of(i);
   }
 
   // Shards opened so far (1 after construction with lazy opening, every one with eager).

@@ -12,6 +12,9 @@
   - The decoded-unit cache (detail/unit_cache/) is format-free, so that any source can cache its
     decode units in it: its headers reach no header of a source format or of CUDA (detail/hdf5/,
     detail/lmdb/, cuda/, hdf5_*.hpp, lmdb_*.hpp), directly or through others.
+  - The sharded record space (detail/record_space/) is format-free, so that every source numbers,
+    locates and opens its shards through it: its headers reach no header of a source format or of
+    CUDA, nor the HDF5, LMDB or CUDA libraries' headers, directly or through others.
 
 Reads include/ below ROOT only (no build).
 
@@ -28,6 +31,9 @@ TEST_ONLY = re.compile(r"Test-only|\w+_observer\b")
 UNIT_CACHE = "gpufeed/detail/unit_cache/"
 UNIT_CACHE_MAY_NOT_REACH = re.compile(
     r"^gpufeed/(detail/hdf5/|detail/lmdb/|cuda/|hdf5_|lmdb_)")
+RECORD_SPACE = "gpufeed/detail/record_space/"
+SYSTEM_INCLUDE = re.compile(r"^\s*#\s*include\s+<([^>]+)>")
+FORMAT_LIBRARY = re.compile(r"^(hdf5|H5\w*|lmdb|cuda\w*|cuda/|nvjpeg|nvcomp)")
 
 
 def headers(inc):
@@ -41,6 +47,11 @@ def headers(inc):
 def includes(path):
     with open(path, encoding="utf-8") as f:
         return [m.group(1) for line in f if (m := INCLUDE.match(line))]
+
+
+def system_includes(path):
+    with open(path, encoding="utf-8") as f:
+        return [m.group(1) for line in f if (m := SYSTEM_INCLUDE.match(line))]
 
 
 def reach(inc, start):
@@ -91,6 +102,17 @@ def main():
             for h in sorted(reach(inc, rel)):
                 if UNIT_CACHE_MAY_NOT_REACH.match(h):
                     problems.append(f"include/{rel}: reaches {h}; the unit cache is format-free")
+    for rel, _ in sorted(headers(inc)):
+        if rel.startswith(RECORD_SPACE):
+            for h in sorted(reach(inc, rel)):
+                if UNIT_CACHE_MAY_NOT_REACH.match(h):
+                    problems.append(f"include/{rel}: reaches {h}; the record space is format-free")
+                p = os.path.join(inc, h)
+                if os.path.exists(p):
+                    for s in system_includes(p):
+                        if FORMAT_LIBRARY.match(s):
+                            problems.append(f"include/{rel}: reaches <{s}> through {h}; "
+                                            "the record space is format-free")
     for h in sorted(reach(inc, "gpufeed/batch.hpp") - BATCH_MAY_REACH):
         problems.append(f"include/gpufeed/batch.hpp: reaches {h}, which a batch does not use")
     for p in problems:

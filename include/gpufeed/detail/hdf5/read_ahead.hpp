@@ -12,6 +12,7 @@
 #include <string>
 
 #include "gpufeed/detail/hdf5/shard.hpp"
+#include "gpufeed/detail/hdf5/source_state.hpp"
 
 namespace gpufeed::detail::hdf5 {
 
@@ -71,6 +72,19 @@ inline void advise_records(const shard_index& s, std::uint64_t lo, std::uint64_t
       return;
     }
   }
+}
+
+// Advises the extents records [first, first + count) of a source read (clipped to the source),
+// shard by shard. Shards not opened yet, or whose descriptors are closed (shard_lru), are not
+// advised: opening is I/O, and their first read opens them.
+inline void advise_source_records(const source_state& st, std::uint64_t first,
+                                  std::uint64_t count) noexcept {
+  st.space.for_each_shard_part(first, count, [&](std::size_t k, std::uint64_t lo,
+                                                  std::uint64_t hi) noexcept {
+    if (!st.is_open(k) || !st.space.lru().pin_if_open(k)) return;
+    advise_records(st.shard(k), lo, hi);
+    st.space.lru().unpin(k);
+  });
 }
 
 }  // namespace gpufeed::detail::hdf5

@@ -6,7 +6,8 @@
 // directly when they can (contiguous data; an unfiltered chunk part that is one run; a chunk
 // that is exactly one run of the record decodes straight into it); otherwise the chunk is
 // decoded once into the shared cache and the record's runs are copied out, so all the records
-// of one compressed chunk cost one decode, whichever worker reads them.
+// of one compressed chunk cost one decode, whichever worker reads them. A chunk is read and
+// decoded by chunk_decoder.hpp; its cache key, group and readers come from chunk_keys.hpp.
 #pragma once
 
 #include <algorithm>
@@ -22,29 +23,21 @@
 #include <vector>
 
 #include "gpufeed/detail/hdf5/band_hold.hpp"
-#include "gpufeed/detail/hdf5/chunk_decoders.hpp"
+#include "gpufeed/detail/hdf5/chunk_decoder.hpp"
+#include "gpufeed/detail/hdf5/chunk_keys.hpp"
 #include "gpufeed/detail/hdf5/filters.hpp"
 #include "gpufeed/detail/hdf5/geometry.hpp"
 #include "gpufeed/detail/hdf5/record_plan.hpp"
-#include "gpufeed/detail/hdf5/scratch_need.hpp"
 #include "gpufeed/detail/hdf5/shard.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail::hdf5 {
 
-#ifdef GPUFEED_TESTING
-// Test-only observation point (test targets define GPUFEED_TESTING): when set, called once per
-// chunk decode (read and filters undone) with the shard and the chunk, from the decoding thread.
-// Tests count decodes per chunk with it (each chunk decoded once per epoch in sequential order).
-// Unset: one relaxed load per decoded chunk, nothing per record.
-using chunk_decode_hook = void (*)(const shard_index&, const chunk_entry&) noexcept;
-inline std::atomic<chunk_decode_hook> chunk_decode_observer{nullptr};
-#endif
 
 class record_reader {
  public:
   explicit record_reader(unit_cache::shared_chunk_cache& cache)
-      : scratch_(cache), hold_(cache), cache_(&cache) {}
+      : decoder_(cache), hold_(cache), cache_(&cache) {}
 
   // Writes record `local` of shard s (global index `global`, for errors) to dst, which holds at
   // least s.record_bytes(local) bytes. `key_base` numbers s's chunks uniquely in the source.
@@ -125,9 +118,10 @@ class record_reader {
         for (std::uint64_t k = b * band_chunks; k < (b + 1) * band_chunks; ++k) {
           const chunk_entry& c = s.chunks[static_cast<std::size_t>(k)];
           if (s.unfiltered(c)) continue;
-          if (!cache_->decode_ahead(group_of(s, key_base, k), key_base + k, s.grid.chunk_bytes,
-                                    chunk_users(s, b),
-                                    [&](std::span<std::byte> buf) { decode(s, c, k, buf, 0); }))
+          if (!cache_->decode_ahead(
+                  chunk_group(s, key_base, k), key_base + k, s.grid.chunk_bytes,
+                  chunk_users(s, b),
+                  [&](std::span<std::byte> buf) { decoder_.decode(s, c, k, buf, 0); }))
             return;  // no room: the reads decode the rest
         }
     } catch (...) {
@@ -138,36 +132,10 @@ class record_reader {
   // Lets go of the band it holds pinned in any case.
   void release(std::size_t keep = 0) noexcept {
     hold_.drop();
-    scratch_.release(keep);
-  }
-
-  // Records that read a chunk of band `band` (its chunk index along dimension 0) once per epoch:
-  // the rows (fixed) or the non-empty records (blob, counted by their offsets) that overlap it
-  // along dimension 0. Records holding a whole chunk never reach the cache, so they are not
-  // counted.
-  static std::uint64_t chunk_users(const shard_index& s, std::uint64_t band) noexcept {
-    const std::uint64_t lo = band * s.grid.chunk[0];
-    const std::uint64_t hi = std::min(lo + s.grid.chunk[0], s.grid.dims[0]);
-    if (hi <= lo) return 1;
-    if (!s.blob) return hi - lo;
-    const auto& o = s.offsets;  // records + 1 non-decreasing entries
-    // first record ending after lo, last record starting before hi
-    const auto first = std::upper_bound(o.begin() + 1, o.end(), lo) - (o.begin() + 1);
-    const auto last = std::lower_bound(o.begin(), o.end() - 1, hi) - o.begin();
-    std::uint64_t n = 0;
-    for (auto r = static_cast<std::size_t>(first); r < static_cast<std::size_t>(last); ++r)
-      n += o[r + 1] > o[r];
-    return n ? n : 1;
+    decoder_.release(keep);
   }
 
  private:
-  // The cache group of chunk k of s: its band's first chunk (detail/unit_cache/stripes.hpp:
-  // the chunks of one band share a stripe, so a record over a band pins them under one lock).
-  static std::uint64_t group_of(const shard_index& s, std::uint64_t key_base,
-                                std::uint64_t k) noexcept {
-    return key_base + k - k % s.rows.band_chunks;
-  }
-
   // Copies chunk place i's runs of `plan` (shifted by `shift` bytes in the chunk) into dst.
   static void copy_runs(const record_plan& plan, std::size_t i, const std::byte* bytes,
                         std::size_t shift, std::span<std::byte> dst) noexcept {
@@ -189,14 +157,14 @@ class record_reader {
   void copy_waiting(const shard_index& s, const record_plan& plan, std::uint64_t key_base,
                     std::uint64_t base, std::size_t shift, std::span<const std::size_t> places,
                     std::uint64_t global, std::span<std::byte> dst) {
-    if (!places.empty()) check_fits(s, global);
+    if (!places.empty()) decoder_.check_fits(s, global);
     for (const std::size_t i : places) {
       const std::uint64_t k = base + plan.chunk[i];
       const chunk_entry& c = s.chunks[static_cast<std::size_t>(k)];
       const unit_cache::pin held =
-          cache_->get(group_of(s, key_base, k), key_base + k, s.grid.chunk_bytes,
+          cache_->get(chunk_group(s, key_base, k), key_base + k, s.grid.chunk_bytes,
                       chunk_users(s, k / s.rows.band_chunks),
-                      [&](std::span<std::byte> buf) { decode(s, c, k, buf, global); });
+                      [&](std::span<std::byte> buf) { decoder_.decode(s, c, k, buf, global); });
       copy_runs(plan, i, held.data(), shift, dst);
     }
   }
@@ -247,7 +215,7 @@ class record_reader {
         for (std::size_t i = 0; i < n; ++i) {
           const std::uint64_t k = base + plan->chunk[i];
           if (!direct(i, s.chunks[static_cast<std::size_t>(k)]))
-            hold_.add(group_of(s, key_base, k), key_base + k);
+            hold_.add(chunk_group(s, key_base, k), key_base + k);
         }
         hold_.pin(band);
       }
@@ -274,7 +242,7 @@ class record_reader {
         if (s.unfiltered(c)) {  // straight from the file into the record
           s.file.read_exact(dst.data() + run.dst, run.len, c.address + run.src + shift, global);
         } else {  // the record holds the whole chunk: decode into it
-          decode(s, c, k, dst.subspan(run.dst, run.len), global);
+          decoder_.decode(s, c, k, dst.subspan(run.dst, run.len), global);
           cache_->count_direct_decode(run.len);
         }
         continue;
@@ -286,10 +254,10 @@ class record_reader {
         }
       }
       // Another reader decoding this chunk: take the record's other chunks first, come back.
-      check_fits(s, global);
+      decoder_.check_fits(s, global);
       const auto held =
-          cache_->try_get(group_of(s, key_base, k), key_base + k, s.grid.chunk_bytes, users(k),
-                          [&](std::span<std::byte> buf) { decode(s, c, k, buf, global); });
+          cache_->try_get(chunk_group(s, key_base, k), key_base + k, s.grid.chunk_bytes, users(k),
+                          [&](std::span<std::byte> buf) { decoder_.decode(s, c, k, buf, global); });
       if (!held) {
         deferred_.push_back(i);
         continue;
@@ -307,120 +275,7 @@ class record_reader {
     return true;
   }
 
-  // config_error naming file, dataset and record when a decoded chunk of s cannot fit the
-  // cache's budget: it would be decoded outside the cache for every record
-  // (detail/unit_cache/shared_chunk_cache.hpp), and its decode scratch outside the budget
-  // (detail/unit_cache/scratch_lease.hpp).
-  // A budget of 0 (no chunked shard when the source was built, or asked for) caches nothing:
-  // every chunk is decoded in the overflow buffer, one at a time.
-  void check_fits(const shard_index& s, std::uint64_t global) const {
-    const std::size_t budget = cache_->budget();
-    if (budget == 0 || s.grid.chunk_bytes <= budget) return;
-    error_context ctx;
-    ctx.file = s.path;
-    ctx.record = global;
-    throw config_error("a decoded chunk of dataset '" + s.dataset_name + "' holds " +
-                           std::to_string(s.grid.chunk_bytes) +
-                           " bytes, more than the decoded-chunk budget of " +
-                           std::to_string(budget) +
-                           " bytes: raise hdf5_options::decode_cache_bytes to one chunk at least",
-                       std::move(ctx));
-  }
-
-  [[noreturn]] static void corrupt(const shard_index& s, const chunk_entry& c, std::uint64_t k,
-                                   std::uint64_t global, const std::string& what, const char* api,
-                                   std::optional<long long> status = std::nullopt,
-                                   std::string status_text = {}) {
-    const coords g = s.grid.position(k);
-    coords origin{};
-    for (int d = 0; d < s.rank; ++d) origin[d] = g[d] * s.grid.chunk[d];
-    std::string where = "(";
-    for (int d = 0; d < s.rank; ++d) where += (d ? ", " : "") + std::to_string(origin[d]);
-    error_context ctx;
-    ctx.file = s.path;
-    ctx.record = global;
-    ctx.api = api;
-    ctx.status = status;
-    ctx.status_text = std::move(status_text);
-    throw corrupt_error(what + " in the chunk at " + where + ") (file bytes [" +
-                            std::to_string(c.address) + ", " + std::to_string(c.address + c.size) +
-                            "))",
-                        std::move(ctx));
-  }
-
-  // Reads chunk c and undoes its filters into `out` (exactly chunk_bytes long).
-  void decode(const shard_index& s, const chunk_entry& c, std::uint64_t chunk,
-              std::span<std::byte> out, std::uint64_t global) {
-#ifdef GPUFEED_TESTING
-    if (const auto hook = chunk_decode_observer.load(std::memory_order_relaxed)) hook(s, c);
-#endif
-    if (s.unfiltered(c)) {  // size == chunk_bytes, checked at open
-      s.file.read_exact(out.data(), out.size(), c.address, global);
-      return;
-    }
-    const int n = static_cast<int>(s.pipeline.size());
-    auto active = [&](int k) { return !(c.filter_mask & (1u << k)); };
-    int first = 0;  // the first filter applied when writing = the last one undone here
-    while (!active(first)) ++first;
-
-    // The scratch, counted in the cache's budget (scratch_lease.hpp), held until the end.
-    check_fits(s, global);  // also when decoded into the record: its scratch is as large
-    const unit_cache::scratch_lease::use held = scratch_.begin(scratch_need_of(s, c));
-    unit_cache::scratch_account& acc = held.account();
-    std::span<std::byte> cur = acc.stored.resize(static_cast<std::size_t>(c.size));
-    s.file.read_exact(cur.data(), cur.size(), c.address, global);
-    for (int k = n - 1; k >= 0; --k) {
-      if (!active(k)) continue;
-      const filter_step& f = s.pipeline[static_cast<std::size_t>(k)];
-      if (f.kind == filter_kind::fletcher32) {
-        if (!fletcher32_matches(cur.data(), cur.size()))
-          corrupt(s, c, chunk, global, "fletcher32 checksum mismatch", "fletcher32");
-        cur = cur.first(cur.size() - 4);
-        continue;
-      }
-      // a compressor's output is the chunk plus the checksums of fletcher32 filters applied
-      // before it; shuffle and an uncompressed bitshuffle keep the size
-      std::size_t want = cur.size();
-      if (compresses(f)) {
-        want = s.grid.chunk_bytes;
-        for (int j = 0; j < k; ++j)
-          if (active(j) && s.pipeline[static_cast<std::size_t>(j)].kind == filter_kind::fletcher32)
-            want += 4;
-      }
-      std::span<std::byte> target;
-      if (k == first) {
-        if (want != out.size())
-          corrupt(s, c, chunk, global,
-                  "decoded size " + std::to_string(want) + " != chunk size " +
-                      std::to_string(out.size()),
-                  "filter pipeline");
-        target = out;
-      } else {
-        target = (cur.data() == acc.a.data() ? acc.b : acc.a).resize(want);  // within need
-      }
-      if (f.kind == filter_kind::shuffle) {
-        unshuffle(cur.data(), target.data(), cur.size(), f.element_size);
-      } else if (const codec::result r = codecs_.decode(f, cur, target); !r.ok) {
-        if (r.library_failed) {  // the codec library itself failed, not the data
-          error_context ctx;
-          ctx.file = s.path;
-          ctx.record = global;
-          ctx.api = r.api;
-          throw library_error("decoder failed: " + r.message, std::move(ctx));
-        }
-        corrupt(s, c, chunk, global, r.message, r.api);
-      }
-      cur = target;
-    }
-    if (cur.size() != out.size())
-      corrupt(s, c, chunk, global,
-              "decoded " + std::to_string(cur.size()) + " bytes, expected " +
-                  std::to_string(out.size()),
-              "filter pipeline");
-    if (cur.data() != out.data()) std::memcpy(out.data(), cur.data(), out.size());
-  }
-
-  unit_cache::scratch_lease scratch_;  // the chunk's stored bytes and filter stages (decode())
+  chunk_decoder decoder_;  // reads and decodes one chunk at a time, in its scratch
   band_hold hold_;  // the chunks of the record's band pinned through pin_ready (null bytes: not
                     // ready then, read through try_get / get), kept across rows of one band
   std::vector<std::size_t> deferred_;      // one record's chunks (plan places) another reader
@@ -439,7 +294,6 @@ class record_reader {
   std::vector<std::size_t> late_places_;
   std::size_t next_late_ = 0;
   record_plan own_plan_;                   // a blob record's chunks and runs
-  chunk_decoders codecs_;
   unit_cache::shared_chunk_cache* cache_;
 };
 

@@ -6,7 +6,9 @@
 // and size the loader's slots. Opening it (descriptor, chunk index, blob offsets, labels) waits
 // until a record of it is first located for a read, a size, a label or a decode unit, so a rank
 // opens only the shards its partition touches. Open errors are typed and name the shard, as at
-// construction, and are thrown to every caller until an open succeeds.
+// construction, and are thrown to every caller until an open succeeds. The record space itself
+// (numbering, lazy open, manifest entries, descriptor bound) is the format-free
+// detail/record_space/shard_space.hpp; what is here is HDF5's.
 //
 // Descriptors are bounded (hdf5_options::max_open_shards, detail/shard_lru.hpp): an opened
 // shard's index stays, its descriptors (the pread file; the fallback's HDF5 file and dataset)
@@ -15,7 +17,6 @@
 #pragma once
 
 #include <algorithm>
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -28,8 +29,9 @@
 #include "gpufeed/detail/hdf5/shard.hpp"
 #include "gpufeed/detail/hdf5/shard_extent.hpp"
 #include "gpufeed/detail/hdf5/unit_geometry.hpp"
-#include "gpufeed/detail/lazy_slot.hpp"
 #include "gpufeed/detail/pack_manifest.hpp"
+#include "gpufeed/detail/record_space/open_kind.hpp"
+#include "gpufeed/detail/record_space/shard_space.hpp"
 #include "gpufeed/detail/shard_lru.hpp"
 #include "gpufeed/detail/unit_cache/automatic_budget.hpp"
 #include "gpufeed/detail/unit_cache/shared_chunk_cache.hpp"
@@ -42,13 +44,8 @@ namespace gpufeed::detail::hdf5 {
 // across shards without knowing unopened shards' chunk counts: 2^40 chunks per shard).
 inline constexpr int shard_key_bits = 40;
 
-// One shard: what is known before it is opened, and the opened index once it is.
-struct shard_slot {
-  std::filesystem::path path;
-  shard_extent expected;
-  lazy_slot<shard_index> opened;
-  const manifest_entry* listed = nullptr;  // its entry in pack's manifest beside it, if any
-};
+using shard_space = record_space::shard_space<shard_index, shard_extent>;
+using shard_slot = shard_space::slot;
 
 // Rows per decode band of an opened shard, as pack's manifest states it (band_rows): 0 when its
 // records decode alone (not chunked and compressed), chunk rows along dimension 0 for the fixed
@@ -60,8 +57,8 @@ inline std::optional<std::uint64_t> band_rows_of(const shard_index& s) {
 }
 
 struct source_state {
-  std::vector<std::unique_ptr<shard_slot>> slots;
-  std::vector<std::uint64_t> first;     // first global record of each shard; back() = total
+  hdf5_options req;
+  shard_space space;  // the shards, their record numbering and their opening
   std::vector<std::uint64_t> key_base;  // first source-wide chunk number of each shard
   std::size_t fixed_record = 0;         // row bytes (fixed layout), 0 for blob
   std::size_t max_record = 0;
@@ -69,20 +66,13 @@ struct source_state {
   unit_cache::unit_geometry units;  // for the cache budget (the first shard's)
   bool explicit_budget = false;     // hdf5_options::decode_cache_bytes was set
   std::unique_ptr<unit_cache::shared_chunk_cache> cache;  // shared by every reader; its own lock
-  hdf5_options req;
-  std::string extents_from;  // "opened", "manifest <path>" or "header reads"
-  std::optional<listed_shards> listed;  // pack's manifest beside the shards, when there is one
-  // Opened shards' indexes, by shard, for the LRU's callbacks: set before a shard is adopted,
-  // read only under the LRU's lock.
-  mutable std::vector<const shard_index*> live;
-  std::unique_ptr<shard_lru> lru;  // bounds the shards holding descriptors
-  mutable std::atomic<std::size_t> opens{0};  // shards opened so far
 
-  [[nodiscard]] std::uint64_t size() const noexcept { return first.empty() ? 0 : first.back(); }
-
-  [[nodiscard]] std::size_t shard_count() const noexcept { return slots.size(); }
+  [[nodiscard]] std::uint64_t size() const noexcept { return space.size(); }
+  [[nodiscard]] std::size_t shard_count() const noexcept { return space.shard_count(); }
   [[nodiscard]] bool blob() const noexcept { return fixed_record == 0; }
-  [[nodiscard]] bool is_open(std::size_t k) const noexcept { return slots[k]->opened.is_open(); }
+  [[nodiscard]] bool is_open(std::size_t k) const noexcept { return space.is_open(k); }
+  // First global record of shard k; first(shard_count()) == size().
+  [[nodiscard]] std::uint64_t first(std::size_t k) const noexcept { return space.first(k); }
 
   [[noreturn]] void out_of_range(std::uint64_t i) const {
     error_context ctx;
@@ -95,27 +85,26 @@ struct source_state {
   // The shard holding global record i; config_error when i >= size().
   [[nodiscard]] std::size_t locate(std::uint64_t i) const {
     if (i >= size()) out_of_range(i);
-    if (slots.size() == 1) return 0;
-    const auto it = std::upper_bound(first.begin(), first.end() - 1, i);
-    return static_cast<std::size_t>(it - first.begin()) - 1;
+    return space.locate(i).shard;
+  }
+
+  // The shard file holding global record i, without opening it; config_error when i >= size().
+  [[nodiscard]] const std::filesystem::path& file_of(std::uint64_t i) const {
+    if (i >= size()) out_of_range(i);
+    return space.file_of(i);
   }
 
   // Shard k, opened on first use. Thread-safe: one caller opens, the others wait for it.
   [[nodiscard]] const shard_index& shard(std::size_t k) const {
-    const shard_slot& sl = *slots[k];
-    return sl.opened.get(
-        [&] {
-          auto opened = lru->open_first(
-              [&] { return std::make_unique<shard_index>(open_shard(sl.path, req)); });
-          check_identity(sl, *opened);
-          if (k > 0) check_matches(*opened, shard(0));
-          check_expected(*opened, sl.expected);
-          opened->description.first_record = first[k];
-          live[k] = opened.get();
-          lru->adopt(k);
-          return opened;
-        },
-        opens);
+    const shard_slot& sl = space.at(k);
+    return space.open(
+        k, [&] { return std::make_unique<shard_index>(open_shard(sl.path, req)); },
+        [&](shard_index& opened) {
+          check_identity(sl, opened);
+          if (k > 0) check_matches(opened, shard(0));
+          check_expected(opened, sl.expected);
+          opened.description.first_record = first(k);
+        });
   }
 
   // Shard k opened (shard(k)) with its descriptors open until the pin's end: what every pread,
@@ -123,14 +112,14 @@ struct source_state {
   // open files" when no descriptor is left; format_error when the file was replaced).
   [[nodiscard]] shard_pin pin(std::size_t k) const {
     (void)shard(k);
-    return shard_pin(lru.get(), k);
+    return shard_pin(&space.lru(), k);
   }
 
   // format_error naming the shard when it is not the file pack's manifest lists under its name
   // (size, fingerprint): shards swapped or replaced since pack.
   void check_identity(const shard_slot& sl, const shard_index& s) const {
     if (sl.listed)
-      detail::check_identity(listed->manifest, manifest_place(sl.path).second, *sl.listed,
+      detail::check_identity(space.listed()->manifest, manifest_place(sl.path).second, *sl.listed,
                              s.file.fd(), s.file.size(), s.path);
   }
 
@@ -145,7 +134,7 @@ struct source_state {
         (e.band_rows && e.band_rows != band))
       throw format_error("shard holds " + std::to_string(s.records) + " records (largest " +
                              std::to_string(s.max_record) + " bytes, decode bands of " +
-                             text(band) + " rows) but " + extents_from + " said " +
+                             text(band) + " rows) but " + space.extents_from() + " said " +
                              std::to_string(e.records) + " (largest " +
                              std::to_string(e.max_record) + ", bands of " +
                              text(e.band_rows) + "): the shard changed since; rewrite the "
@@ -184,51 +173,38 @@ struct source_state {
   // extents (or, eager, opens them all). format_error when shards disagree; config_error naming
   // the (first) file when no shard holds a record.
   source_state(const std::vector<std::filesystem::path>& paths, const hdf5_options& options)
-      : req(options) {
-    if (paths.empty()) throw config_error("hdf5_source: no shard paths given");
-    slots.reserve(paths.size());
-    for (const auto& p : paths) {
-      slots.push_back(std::make_unique<shard_slot>());
-      slots.back()->path = p;
-    }
-    live.assign(paths.size(), nullptr);
-    lru = std::make_unique<shard_lru>(
-        paths.size(), req.max_open_shards, [this](std::size_t k) { live[k]->file.reopen(); },
-        [this](std::size_t k) noexcept { close_descriptors(*live[k]); });
-    listed = find_listed(paths);
-    if (listed && listed->manifest.format != "lmdb")
-      for (std::size_t k = 0; k < slots.size(); ++k) slots[k]->listed = listed->entries[k];
+      : req(options),
+        space(given(paths), options.max_open_shards, [](const shard_index& s) { s.file.reopen(); },
+              [](const shard_index& s) noexcept { close_descriptors(s); }) {
+    space.find_manifest([](const pack_manifest& m) { return m.format != "lmdb"; });
     // The first shard, opened now.
-    first.assign(1, 0);
     {
-      shard_slot& s0 = *slots[0];
+      shard_slot& s0 = space.at(0);
       auto z0 = std::make_unique<shard_index>(open_shard(s0.path, req));
       check_identity(s0, *z0);
       s0.expected = shard_extent{z0->records, z0->max_record, band_rows_of(*z0)};
-      live[0] = z0.get();
-      s0.opened.set(std::move(z0));
-      lru->adopt(0);
-      opens.store(1);
+      space.adopt(0, *z0);
+      space.publish(0, std::move(z0));
     }
-    const shard_index& z = *slots[0]->opened.if_open();
+    const shard_index& z = *space.if_open(0);
     fixed_record = z.blob ? 0 : z.row_bytes;
     labels = !z.description.label_dataset.empty();
     // The cache budget from the first shard's chunking (unopened shards' is unknown here; shards
     // share their row shape, and pack writes them alike).
-    units = unit_geometry_of(z, slots.size());
+    units = unit_geometry_of(z, shard_count());
     explicit_budget = req.decode_cache_bytes.has_value();
     cache = std::make_unique<unit_cache::shared_chunk_cache>(
         explicit_budget ? *req.decode_cache_bytes
                         : unit_cache::automatic_cache_budget(units, read_plan{}));
     std::vector<std::unique_ptr<shard_index>> eager = learn_extents();
-    for (std::size_t k = 0; k < slots.size(); ++k) {
-      first.push_back(first.back() + slots[k]->expected.records);
+    space.number_records();
+    for (std::size_t k = 0; k < shard_count(); ++k) {
       key_base.push_back(static_cast<std::uint64_t>(k) << shard_key_bits);
-      max_record = std::max<std::size_t>(max_record, slots[k]->expected.max_record);
+      max_record = std::max<std::size_t>(max_record, space.at(k).expected.max_record);
     }
     for (std::size_t k = 1; k < eager.size(); ++k) {  // opened by an eager learn_extents()
-      eager[k]->description.first_record = first[k];
-      slots[k]->opened.set(std::move(eager[k]));
+      eager[k]->description.first_record = first(k);
+      space.publish(k, std::move(eager[k]));
     }
     if (size() == 0) {  // a loader would refuse it without knowing which files were empty
       const auto& d = z.description;
@@ -236,15 +212,22 @@ struct source_state {
       for (std::size_t k = 0; k < d.shape.size(); ++k)
         shape += (k ? ", " : "") + std::to_string(d.shape[k]);
       throw config_error("dataset '" + req.dataset + "' holds no records (shape (" + shape + ")" +
-                             (slots.size() > 1 ? ", and so do the other " +
-                                                     std::to_string(slots.size() - 1) + " shards"
-                                               : std::string()) +
+                             (shard_count() > 1 ? ", and so do the other " +
+                                                      std::to_string(shard_count() - 1) + " shards"
+                                                : std::string()) +
                              ")",
                          file_context(z.path));
     }
   }
 
  private:
+  // The paths, or config_error when there are none.
+  static const std::vector<std::filesystem::path>& given(
+      const std::vector<std::filesystem::path>& paths) {
+    if (paths.empty()) throw config_error("hdf5_source: no shard paths given");
+    return paths;
+  }
+
   // The LRU's close: shard s's descriptors closed, its index kept. The fallback's HDF5 handles
   // are reopened by its next read (fallback_stale), under the library mutex.
   static void close_descriptors(const shard_index& s) noexcept {
@@ -271,10 +254,10 @@ struct source_state {
     // bytes, so that rows compressed past 4096-fold are not refused) of declared bytes.
     const std::uint64_t per_record =
         z.blob ? 8 : std::clamp<std::uint64_t>(z.row_bytes, 1, 8);
-    check_field(listed->manifest, name, "records", e.records, limit / per_record,
+    check_field(space.listed()->manifest, name, "records", e.records, limit / per_record,
                 of + " declares at most " + std::to_string(limit) + " bytes, " +
                     std::to_string(per_record) + " a record");
-    check_field(listed->manifest, name, "max_record", e.max_record, limit,
+    check_field(space.listed()->manifest, name, "max_record", e.max_record, limit,
                 of + " declares records of at most " + std::to_string(limit) + " bytes");
   }
 
@@ -283,50 +266,49 @@ struct source_state {
   // opens read them then, and return the opened shards (index k for shard k; 0 is empty).
   std::vector<std::unique_ptr<shard_index>> learn_extents() {
     std::vector<std::unique_ptr<shard_index>> opened;
-    if (slots.size() == 1) {
-      extents_from = "opened";
+    if (shard_count() == 1) {
+      space.set_extents_from("opened");
       return opened;
     }
-    const shard_index& z = *slots[0]->opened.if_open();
-    if (req.open == hdf5_options::open_kind::eager) {
-      extents_from = "opened";
-      opened.resize(slots.size());
-      for (std::size_t k = 1; k < slots.size(); ++k) {
-        shard_slot& sl = *slots[k];
-        opened[k] = lru->open_first(
+    const shard_index& z = *space.if_open(0);
+    const auto& listed = space.listed();
+    if (record_space::open_kind_of(req.open) == record_space::open_kind::eager) {
+      space.set_extents_from("opened");
+      opened.resize(shard_count());
+      for (std::size_t k = 1; k < shard_count(); ++k) {
+        shard_slot& sl = space.at(k);
+        opened[k] = space.lru().open_first(
             [&] { return std::make_unique<shard_index>(open_shard(sl.path, req)); });
         check_identity(sl, *opened[k]);
         check_matches(*opened[k], z);
-        live[k] = opened[k].get();
-        lru->adopt(k);
+        space.adopt(k, *opened[k]);
         sl.expected = shard_extent{opened[k]->records, opened[k]->max_record,
                                    band_rows_of(*opened[k])};
-        opens.fetch_add(1);
       }
       return opened;
     }
     if (listed && listed->all_listed(1)) {
-      for (std::size_t k = 1; k < slots.size(); ++k) {
+      for (std::size_t k = 1; k < shard_count(); ++k) {
         const manifest_entry& e = *listed->entries[k];
-        check_listed(*slots[k], e, z);
-        slots[k]->expected = shard_extent{e.records, e.max_record, e.band_rows};
+        check_listed(space.at(k), e, z);
+        space.at(k).expected = shard_extent{e.records, e.max_record, e.band_rows};
         // records: 0 would drop the shard from the record space unopened (and shift every later
         // index): the shard's header says what it holds.
         if (e.records == 0) {
-          const shard_extent h = read_extent(slots[k]->path, req.dataset, z.blob, z.row_bytes);
+          const shard_extent h = read_extent(space.path(k), req.dataset, z.blob, z.row_bytes);
           if (h.records != 0)
             throw format_error("the manifest " + listed->manifest.path.string() +
                                    " says records: 0 for the shard, which holds " +
                                    std::to_string(h.records) + " records",
-                               file_context(slots[k]->path.string()));
+                               file_context(space.path(k).string()));
         }
       }
-      extents_from = "the manifest " + listed->manifest.path.string();
+      space.set_extents_from("the manifest " + listed->manifest.path.string());
       return opened;
     }
-    extents_from = "its header read";
-    for (std::size_t k = 1; k < slots.size(); ++k)
-      slots[k]->expected = read_extent(slots[k]->path, req.dataset, z.blob, z.row_bytes);
+    space.set_extents_from("its header read");
+    for (std::size_t k = 1; k < shard_count(); ++k)
+      space.at(k).expected = read_extent(space.path(k), req.dataset, z.blob, z.row_bytes);
     return opened;
   }
 };

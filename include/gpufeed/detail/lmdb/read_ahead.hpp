@@ -45,20 +45,17 @@ struct unpin_at_exit {
 // opened yet, or whose environment is closed (bounded), are not advised (opening is I/O; their
 // first read opens them). An advised shard is pinned meanwhile, so its map stays.
 inline void advise_records(const catalog& c, std::uint64_t first, std::uint64_t count) noexcept {
-  if (first >= c.size()) return;
-  const std::uint64_t end = c.size() - first < count ? c.size() : first + count;
   const long os_page = ::sysconf(_SC_PAGESIZE);
   const std::uint64_t page = os_page > 0 ? static_cast<std::uint64_t>(os_page) : 4096;
-  for (std::size_t k = c.shard_of(first); k < c.shard_count() && c.shard_first(k) < end; ++k) {
+  c.for_each_shard_part(first, count, [&](std::size_t k, std::uint64_t lo_rec,
+                                          std::uint64_t hi_rec) noexcept {
     const shard_table* t = c.if_open(k);
-    if (!t || !c.pin_if_open(k)) continue;  // a closed environment is not reopened for advice
+    if (!t || !c.pin_if_open(k)) return;  // a closed environment is not reopened for advice
     const unpin_at_exit pin{c, k};
-    if (!t->s.valid.known()) continue;
+    if (!t->s.valid.known()) return;
     const shard& s = t->s;
     std::uint64_t at = 0, stop = 0;
     bool any = false;
-    const std::uint64_t lo_rec = std::max(first, t->first) - t->first;
-    const std::uint64_t hi_rec = std::min(end, t->first + t->records()) - t->first;
     for (std::uint64_t r = lo_rec; r < hi_rec; ++r) {
       const std::uint64_t v = t->value_offset(r);
       if (v == shard_table::no_offset) continue;
@@ -76,7 +73,7 @@ inline void advise_records(const catalog& c, std::uint64_t first, std::uint64_t 
       stop = hi;
     }
     if (any) advise_pages(s, at, stop);
-  }
+  });
 }
 
 }  // namespace gpufeed::detail::lmdb

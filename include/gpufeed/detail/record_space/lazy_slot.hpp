@@ -1,5 +1,5 @@
-// gpufeed::detail — one shard's opened state, opened on first use: the machinery hdf5_source and
-// lmdb_source share for lazy opening.
+// gpufeed::detail::record_space — one shard's opened state, opened on first use: the machinery
+// hdf5_source and lmdb_source share for lazy opening.
 //
 // A rank reading many shards on one shared file system should open only the shards its
 // partition touches. A slot holds what opening a shard built (its index, its record table) and
@@ -14,7 +14,7 @@
 #include <mutex>
 #include <utility>
 
-namespace gpufeed::detail {
+namespace gpufeed::detail::record_space {
 
 template <class T>
 class lazy_slot {
@@ -57,4 +57,4 @@ class lazy_slot {
   mutable std::unique_ptr<T> value_;
 };
 
-}  // namespace gpufeed::detail
+}  // namespace gpufeed::detail::record_space
