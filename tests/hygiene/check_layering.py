@@ -12,6 +12,7 @@
   - The decoded-unit cache (detail/unit_cache/) is format-free, so that any source can cache its
     decode units in it: its headers reach no header of a source format or of CUDA (detail/hdf5/,
     detail/lmdb/, cuda/, hdf5_*.hpp, lmdb_*.hpp), directly or through others.
+  - So is the byte-source seam (detail/io/), which every source reads its shards' bytes through.
 
 Reads include/ below ROOT only (no build).
 
@@ -26,7 +27,8 @@ LEAF = re.compile(r"A leaf header \(no gpufeed includes\)")
 BATCH_MAY_REACH = {"gpufeed/batch.hpp", "gpufeed/batch_view.hpp", "gpufeed/error.hpp"}
 TEST_ONLY = re.compile(r"Test-only|\w+_observer\b")
 UNIT_CACHE = "gpufeed/detail/unit_cache/"
-UNIT_CACHE_MAY_NOT_REACH = re.compile(
+FORMAT_FREE = {UNIT_CACHE: "the unit cache", "gpufeed/detail/io/": "the byte-source seam"}
+FORMAT_FREE_MAY_NOT_REACH = re.compile(
     r"^gpufeed/(detail/hdf5/|detail/lmdb/|cuda/|hdf5_|lmdb_)")
 
 
@@ -87,10 +89,11 @@ def main():
         for n in unguarded_test_hooks(path):
             problems.append(f"include/{rel}:{n}: a test-only hook outside #ifdef GPUFEED_TESTING")
     for rel, _ in sorted(headers(inc)):
-        if rel.startswith(UNIT_CACHE):
-            for h in sorted(reach(inc, rel)):
-                if UNIT_CACHE_MAY_NOT_REACH.match(h):
-                    problems.append(f"include/{rel}: reaches {h}; the unit cache is format-free")
+        for area, what in FORMAT_FREE.items():
+            if rel.startswith(area):
+                for h in sorted(reach(inc, rel)):
+                    if FORMAT_FREE_MAY_NOT_REACH.match(h):
+                        problems.append(f"include/{rel}: reaches {h}; {what} is format-free")
     for h in sorted(reach(inc, "gpufeed/batch.hpp") - BATCH_MAY_REACH):
         problems.append(f"include/gpufeed/batch.hpp: reaches {h}, which a batch does not use")
     for p in problems:

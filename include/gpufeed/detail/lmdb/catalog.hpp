@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "gpufeed/detail/io/posix_file.hpp"
 #include "gpufeed/detail/lazy_slot.hpp"
 #include "gpufeed/detail/lmdb/shard_reopen.hpp"
 #include "gpufeed/detail/lmdb/shard_table.hpp"
@@ -155,7 +156,7 @@ class catalog {
   void check_identity(const slot& sl, const shard_table& t) const {
     if (sl.listed)
       detail::check_identity(listed_->manifest, manifest_place(sl.path).second, *sl.listed,
-                             t.s.fd, t.s.file_size, t.s.data_file);
+                             io::fd_reader(t.s.fd, t.s.file_size, t.s.data_file));
   }
 
   // format_error naming the manifest and field when entry e of shard sl declares what its data
