@@ -16,13 +16,14 @@
 #include <vector>
 
 #include "gpufeed/detail/hdf5/layout_precheck.hpp"
+#include "gpufeed/detail/io/posix_file.hpp"
 #include "gpufeed/hdf5_source.hpp"
 #include "h5_writer.hpp"
 #include "expect_error.hpp"
 #include "test_util.hpp"
 
 using namespace gpufeed;
-using gpufeed::detail::posix_file;
+using gpufeed::detail::io::posix_file;
 using gpufeed::detail::hdf5::chunk_layout;
 using gpufeed::test::dataset_spec;
 using gpufeed::test::h5_file;

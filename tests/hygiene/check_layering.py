@@ -13,7 +13,8 @@
     decode units in it: its headers reach no header of a source format or of CUDA (detail/hdf5/,
     detail/lmdb/, cuda/, hdf5_*.hpp, lmdb_*.hpp), directly or through others.
   - The sharded record space (detail/record_space/) is format-free, so that every source numbers,
-    locates and opens its shards through it: its headers reach no header of a source format or of
+    locates and opens its shards through it; so is the byte-source seam (detail/io/), which every
+    source reads its shards' bytes through. Their headers reach no header of a source format or of
     CUDA, nor the HDF5, LMDB or CUDA libraries' headers, directly or through others.
 
 Reads include/ below ROOT only (no build).
@@ -29,9 +30,11 @@ LEAF = re.compile(r"A leaf header \(no gpufeed includes\)")
 BATCH_MAY_REACH = {"gpufeed/batch.hpp", "gpufeed/batch_view.hpp", "gpufeed/error.hpp"}
 TEST_ONLY = re.compile(r"Test-only|\w+_observer\b")
 UNIT_CACHE = "gpufeed/detail/unit_cache/"
-UNIT_CACHE_MAY_NOT_REACH = re.compile(
-    r"^gpufeed/(detail/hdf5/|detail/lmdb/|cuda/|hdf5_|lmdb_)")
 RECORD_SPACE = "gpufeed/detail/record_space/"
+FORMAT_FREE = {UNIT_CACHE: "the unit cache", "gpufeed/detail/io/": "the byte-source seam",
+               RECORD_SPACE: "the record space"}
+FORMAT_FREE_MAY_NOT_REACH = re.compile(
+    r"^gpufeed/(detail/hdf5/|detail/lmdb/|cuda/|hdf5_|lmdb_)")
 SYSTEM_INCLUDE = re.compile(r"^\s*#\s*include\s+<([^>]+)>")
 FORMAT_LIBRARY = re.compile(r"^(hdf5|H5\w*|lmdb|cuda\w*|cuda/|nvjpeg|nvcomp)")
 
@@ -98,21 +101,18 @@ def main():
         for n in unguarded_test_hooks(path):
             problems.append(f"include/{rel}:{n}: a test-only hook outside #ifdef GPUFEED_TESTING")
     for rel, _ in sorted(headers(inc)):
-        if rel.startswith(UNIT_CACHE):
+        for area, what in FORMAT_FREE.items():
+            if not rel.startswith(area):
+                continue
             for h in sorted(reach(inc, rel)):
-                if UNIT_CACHE_MAY_NOT_REACH.match(h):
-                    problems.append(f"include/{rel}: reaches {h}; the unit cache is format-free")
-    for rel, _ in sorted(headers(inc)):
-        if rel.startswith(RECORD_SPACE):
-            for h in sorted(reach(inc, rel)):
-                if UNIT_CACHE_MAY_NOT_REACH.match(h):
-                    problems.append(f"include/{rel}: reaches {h}; the record space is format-free")
+                if FORMAT_FREE_MAY_NOT_REACH.match(h):
+                    problems.append(f"include/{rel}: reaches {h}; {what} is format-free")
                 p = os.path.join(inc, h)
-                if os.path.exists(p):
+                if area != UNIT_CACHE and os.path.exists(p):
                     for s in system_includes(p):
                         if FORMAT_LIBRARY.match(s):
                             problems.append(f"include/{rel}: reaches <{s}> through {h}; "
-                                            "the record space is format-free")
+                                            f"{what} is format-free")
     for h in sorted(reach(inc, "gpufeed/batch.hpp") - BATCH_MAY_REACH):
         problems.append(f"include/gpufeed/batch.hpp: reaches {h}, which a batch does not use")
     for p in problems:

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gpufeed/detail/hdf5/dataset_list.hpp"
+#include "gpufeed/detail/io/posix_file.hpp"
 #include "report.hpp"
 
 namespace gpufeed::cli {
@@ -24,7 +25,7 @@ inline std::vector<detail::hdf5::dataset_listing> hdf5_datasets(const std::strin
   const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   if (f < 0) h::throw_hdf5("cannot open the HDF5 file", path, "H5Fopen", f);
   const h::handle file(f, H5Fclose);
-  const detail::posix_file bytes(path);  // what the layout check reads
+  const detail::io::posix_file bytes(path);  // what the layout check reads
   return h::list_datasets(f, bytes);
 }
 

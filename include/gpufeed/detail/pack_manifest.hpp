@@ -14,10 +14,7 @@
 // are a format_error naming them, never records read in the wrong order.
 #pragma once
 
-#include <unistd.h>
-
 #include <cctype>
-#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -30,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpufeed/detail/io/byte_source.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail {
@@ -133,9 +131,12 @@ inline constexpr std::uint64_t fingerprint_block = std::uint64_t{64} << 10;
 // A cheap identity of a shard file: 64-bit FNV-1a over its size (8 bytes, little-endian), its
 // first 64 KiB and its last 64 KiB (the whole file when shorter than 128 KiB). Pack records it
 // in the manifest; a source compares it when it first opens the shard (two reads, no full scan:
-// `gpufeed inspect --verify` checks every record's bytes against the manifest's crc32).
-// io_error naming `file` when a read fails or comes short.
-inline std::uint64_t shard_fingerprint(int fd, std::uint64_t size, const std::string& file) {
+// `gpufeed inspect --verify` checks every record's bytes against the manifest's crc32). Reads
+// `shard` (its size(): the size when it was opened) through the byte-source seam. io_error naming
+// it when a read fails or comes short.
+inline std::uint64_t shard_fingerprint(const io::byte_source& shard) {
+  const std::uint64_t size = shard.size();
+  const std::string& file = shard.name();
   std::uint64_t h = 0xcbf29ce484222325ull;
   const auto mix = [&h](const unsigned char* p, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
@@ -146,17 +147,14 @@ inline std::uint64_t shard_fingerprint(int fd, std::uint64_t size, const std::st
   std::vector<unsigned char> buf;
   const auto read_at = [&](std::uint64_t at, std::uint64_t n) {
     buf.resize(static_cast<std::size_t>(n));
-    std::size_t got = 0;
-    while (got < n) {
-      const ssize_t r = ::pread(fd, buf.data() + got, static_cast<std::size_t>(n) - got,
-                                static_cast<off_t>(at + got));
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) throw io_error("cannot read the shard to check its identity",
-                                os_call_context(file, "pread", errno));
-      if (r == 0) throw io_error("the shard ended early while its identity was checked (truncated?)",
-                                 file_context(file));
-      got += static_cast<std::size_t>(r);
-    }
+    // The seam's checks; this check's own words for what they find.
+    const io::read_outcome o = shard.try_read(buf.data(), buf.size(), at);
+    if (o.why == io::read_outcome::stop::failed)
+      throw io_error("cannot read the shard to check its identity",
+                     os_call_context(file, o.api, o.err));
+    if (o.why == io::read_outcome::stop::ended)
+      throw io_error("the shard ended early while its identity was checked (truncated?)",
+                     file_context(file));
     mix(buf.data(), buf.size());
   };
   if (size <= 2 * fingerprint_block) {
@@ -175,11 +173,12 @@ inline std::string fingerprint_text(std::uint64_t v) {
 }
 
 // format_error naming `file` when it is not the file manifest m lists as `name` (entry e): its
-// size (when the manifest has file_bytes) or its fingerprint (when it has one) differ. `fd` is
-// the shard file opened for reading, of `size` bytes.
+// size (when the manifest has file_bytes) or its fingerprint (when it has one) differ. `shard`
+// is the shard file opened for reading (its size() and name()).
 inline void check_identity(const pack_manifest& m, const std::string& name,
-                           const manifest_entry& e, int fd, std::uint64_t size,
-                           const std::string& file) {
+                           const manifest_entry& e, const io::byte_source& shard) {
+  const std::uint64_t size = shard.size();
+  const std::string& file = shard.name();
   const std::string tail = ": shards swapped, replaced or rewritten since gpufeed pack wrote " +
                            m.path.string() + " (pack again, or remove the manifest)";
   if (e.file_bytes && *e.file_bytes != size)
@@ -187,7 +186,7 @@ inline void check_identity(const pack_manifest& m, const std::string& name,
                            std::to_string(size) + " bytes, the manifest says " +
                            std::to_string(*e.file_bytes) + tail,
                        file_context(file));
-  if (e.fingerprint && *e.fingerprint != shard_fingerprint(fd, size, file))
+  if (e.fingerprint && *e.fingerprint != shard_fingerprint(shard))
     throw format_error("the shard is not the file the manifest lists as '" + name +
                            "': its fingerprint (first and last 64 KiB) differs from the "
                            "manifest's " + fingerprint_text(*e.fingerprint) + tail,

@@ -1,6 +1,6 @@
 // gpufeed::detail::hdf5 — a run of adjacent records of a contiguous dataset read with one call.
 // Records local, local + 1, ... of a contiguous dataset (fixed rows, or blob records whose
-// offsets follow each other) lie back to back in the file, so one preadv moves the whole run
+// offsets follow each other) lie back to back in the file, so one scatter read (preadv for a posix_file) moves the whole run
 // into the records' places, wherever those are: the per-record cost of a read (the system call,
 // locating and pinning the shard) is paid once per run instead of once per record.
 #pragma once
@@ -53,7 +53,7 @@ inline void read_adjacent(const shard_index& s, std::uint64_t local, std::uint64
   }
   if (bytes == 0) return;
   const std::uint64_t at = s.blob ? s.offsets[local] : local * s.row_bytes;
-  s.file.read_exact_v(iov, s.base + at, global);
+  s.file.read_scatter(iov, s.base + at, global);
   if (s.swap)
     for (const auto& d : dst) byteswap_elements(d.data(), d.size(), s.element_size);
 }

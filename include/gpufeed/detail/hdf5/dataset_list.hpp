@@ -13,7 +13,7 @@
 #include "gpufeed/detail/hdf5/dtype.hpp"
 #include "gpufeed/detail/hdf5/layout_precheck.hpp"
 #include "gpufeed/detail/hdf5/library.hpp"
-#include "gpufeed/detail/posix_file.hpp"
+#include "gpufeed/detail/io/byte_source.hpp"
 
 namespace gpufeed::detail::hdf5 {
 
@@ -39,7 +39,7 @@ inline std::string dtype_text(hid_t type) {
 
 struct visit_state {
   hid_t file_id;  // H5Lvisit hands the callback the root group, which H5Fget_* refuse
-  const posix_file* file;
+  const io::byte_source* file;
   std::vector<dataset_listing> list;
 };
 
@@ -121,7 +121,7 @@ inline herr_t visit(hid_t group, const char* name, const H5L_info_t* info, void*
 // Every dataset in the file, in name order (groups walked). Best effort: what HDF5 cannot
 // describe is left out. `f` is the same file, read by precheck_layout. The caller holds a
 // library_lock.
-inline std::vector<dataset_listing> list_datasets(hid_t file_id, const posix_file& f) {
+inline std::vector<dataset_listing> list_datasets(hid_t file_id, const io::byte_source& f) {
   list_detail::visit_state state{file_id, &f, {}};
   error_silencer quiet;
   H5Lvisit(file_id, H5_INDEX_NAME, H5_ITER_INC, list_detail::visit, &state);

@@ -36,7 +36,7 @@
 #include "gpufeed/detail/hdf5/geometry.hpp"
 #include "gpufeed/detail/hdf5/index_driver.hpp"
 #include "gpufeed/detail/hdf5/library.hpp"
-#include "gpufeed/detail/posix_file.hpp"
+#include "gpufeed/detail/io/byte_source.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail::hdf5 {
@@ -50,7 +50,7 @@ class chunk_checker {
 
   // Checks every chunk of `box` not checked before. The caller holds a library_lock; dataset is
   // the open dataset. corrupt_error (file, record) for a chunk that does not decode to its size.
-  void check_box(hid_t dataset, const posix_file& f, const record_box& box,
+  void check_box(hid_t dataset, const io::byte_source& f, const record_box& box,
                  std::uint64_t global) {
     for_each_chunk(grid_, box, [&](std::uint64_t k, const coords& g) {
       if (checked_.count(k)) return;
@@ -81,8 +81,8 @@ class chunk_checker {
   }
 
   // True when the chunk at grid position g decodes to its size (false: not checkable here, try again next time).
-  bool check(hid_t dataset, const posix_file& data, const coords& g, std::uint64_t global) {
-    const std::string& file = data.path();
+  bool check(hid_t dataset, const io::byte_source& data, const coords& g, std::uint64_t global) {
+    const std::string& file = data.name();
     const std::uint64_t file_size = data.size();
     std::array<hsize_t, max_rank> offset{};
     for (int d = 0; d < grid_.rank; ++d) offset[d] = g[d] * grid_.chunk[d];

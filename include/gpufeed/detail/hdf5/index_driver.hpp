@@ -14,6 +14,12 @@
 // Unlike sec2 it zero-fills only past the size the file had when it was opened: an end of file
 // before that means the file shrank, and the read fails (recorded in driver_fault, with a failed
 // pread's errno, so gpufeed reports an io_error naming the file rather than HDF5's generic error).
+//
+// Its reads go through the byte-source seam (io::fd_reader over the driver's own descriptor:
+// try_read, which continues short reads, retries EINTR and tells a failure from an early end),
+// not a pread loop of its own. It keeps its own descriptor (HDF5 opens, locks, compares and
+// closes files through the driver's callbacks, by name) and answers HDF5 with a status, not an
+// exception, so it reads with try_read and records the outcome instead of read_exact.
 #pragma once
 
 #include <fcntl.h>
@@ -29,6 +35,7 @@
 #include <new>
 
 #include "gpufeed/detail/hdf5/library.hpp"
+#include "gpufeed/detail/io/posix_file.hpp"
 
 namespace gpufeed::detail::hdf5 {
 
@@ -132,26 +139,16 @@ class index_driver {
     }
     file* f = self(h);
     if (addr == HADDR_UNDEF || addr > max_address || size > max_address - addr) return -1;
-    auto* p = static_cast<char*>(buf);
-    while (size > 0) {
-      const ssize_t got = ::pread(f->fd, p, size, static_cast<off_t>(addr));
-      if (got < 0) {
-        if (errno == EINTR) continue;
-        driver_fault = driver_fault_record{true, false, errno, addr};
-        return -1;
-      }
-      if (got == 0) {
-        if (addr < f->eof) {  // the file shrank after it was opened: never invent zeros
-          driver_fault = driver_fault_record{true, true, 0, addr};
-          return -1;
-        }
-        std::memset(p, 0, size);  // past the file's end at open: HDF5 expects zeros (as sec2)
-        break;
-      }
-      p += got;
-      size -= static_cast<std::size_t>(got);
-      addr += static_cast<haddr_t>(got);
+    const io::fd_reader bytes(f->fd, f->eof, std::string());  // errors are named by the caller
+    const io::read_outcome r = bytes.try_read(buf, size, addr);
+    if (r.ok()) return 0;
+    // Ended before the size at open: the file shrank after it was opened, never invent zeros.
+    if (r.why == io::read_outcome::stop::failed || r.at < f->eof) {
+      driver_fault = driver_fault_record{true, r};
+      return -1;
     }
+    const auto done = static_cast<std::size_t>(r.at - addr);
+    std::memset(static_cast<char*>(buf) + done, 0, size - done);  // past the end at open: zeros, as sec2
     return 0;
   }
 

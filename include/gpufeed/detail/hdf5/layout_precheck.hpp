@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "gpufeed/detail/hdf5/library.hpp"
-#include "gpufeed/detail/posix_file.hpp"
+#include "gpufeed/detail/io/byte_source.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail::hdf5 {
@@ -44,7 +44,7 @@ class layout_reader {
  public:
   // base: the base address (the user block size); sa/ss: the superblock's size of offsets and
   // size of lengths.
-  layout_reader(const posix_file& f, std::uint64_t base, unsigned sa, unsigned ss,
+  layout_reader(const io::byte_source& f, std::uint64_t base, unsigned sa, unsigned ss,
                 const std::string& dataset)
       : f_(f), base_(base), sa_(sa), ss_(ss), dataset_(dataset) {}
 
@@ -66,7 +66,7 @@ class layout_reader {
   };
 
   [[noreturn]] void bad(const std::string& why) const {
-    format_fail("dataset '" + dataset_ + "': " + why + ": damaged or crafted", f_.path());
+    format_fail("dataset '" + dataset_ + "': " + why + ": damaged or crafted", f_.name());
   }
   static std::uint64_t le(const std::uint8_t* p, unsigned n) {
     std::uint64_t v = 0;
@@ -190,7 +190,7 @@ class layout_reader {
     return l;
   }
 
-  const posix_file& f_;
+  const io::byte_source& f_;
   std::uint64_t base_;
   unsigned sa_, ss_;
   const std::string& dataset_;
@@ -200,7 +200,7 @@ class layout_reader {
 // The chunk layout of dataset `name` read from the file's bytes, or nullopt (not chunked, not
 // found, or not understood). format_error for a damaged object header (see layout_reader).
 // Called under the library lock.
-inline std::optional<chunk_layout> read_chunk_layout(hid_t file_id, const posix_file& f,
+inline std::optional<chunk_layout> read_chunk_layout(hid_t file_id, const io::byte_source& f,
                                                      const std::string& name) {
   H5O_info_t info{}, root{};
   // An external link leads to an object of another file, whose header these bytes do not hold.
@@ -228,7 +228,7 @@ inline std::optional<chunk_layout> read_chunk_layout(hid_t file_id, const posix_
 // chunked layout of fewer than 2 dimensions (a chunk of rank 0: HDF5 stores the element size as
 // the last dimension, and a chunked dataset has rank 1 at least), either of which would crash
 // libhdf5 in H5Dopen2 (division by zero in H5D__chunk_set_info). Call before opening any dataset.
-inline void precheck_layout(hid_t file_id, const posix_file& f, const std::string& name) {
+inline void precheck_layout(hid_t file_id, const io::byte_source& f, const std::string& name) {
   const auto l = read_chunk_layout(file_id, f, name);
   if (!l) return;
   if (l->dims.size() < 2)
@@ -237,13 +237,13 @@ inline void precheck_layout(hid_t file_id, const posix_file& f, const std::strin
                     std::to_string(l->ndims_offset) +
                     "; a chunked dataset has rank 1 at least, plus the element size): damaged or "
                     "crafted",
-                f.path());
+                f.name());
   for (std::size_t k = 0; k < l->dims.size(); ++k)
     if (l->dims[k] == 0)
       format_fail("dataset '" + name + "': chunk dimension " + std::to_string(k) +
                       " is 0 (layout message at byte " + std::to_string(l->dim_offsets[k]) +
                       "): damaged or crafted",
-                  f.path());
+                  f.name());
 }
 
 }  // namespace gpufeed::detail::hdf5

@@ -12,6 +12,7 @@
 #include <string>
 #include <utility>
 
+#include "gpufeed/detail/io/byte_source.hpp"
 #include "gpufeed/detail/unique_handle.hpp"
 #include "gpufeed/error.hpp"
 
@@ -82,9 +83,9 @@ inline std::string take_error_stack() {
 // library_error. Cleared by clear_driver_fault() before the calls it should explain.
 struct driver_fault_record {
   bool set = false;
-  bool early_eof = false;  // pread returned 0 before the size the file had when it was opened
-  int err = 0;             // errno of a failed pread
-  std::uint64_t offset = 0;
+  // How the driver's read stopped: failed (errno), or ended before the size the file had when
+  // it was opened (the file shrank).
+  io::read_outcome read;
 };
 inline thread_local driver_fault_record driver_fault;
 
@@ -98,18 +99,7 @@ inline void rethrow_driver_fault(const std::string& file, const std::string& mes
   const driver_fault_record f = driver_fault;
   clear_driver_fault();
   H5Eclear2(H5E_DEFAULT);
-  error_context ctx;
-  ctx.file = file;
-  ctx.record = record;
-  ctx.api = "pread";
-  if (f.early_eof) {
-    throw io_error(message + ": unexpected end of file at byte " + std::to_string(f.offset) +
-                       " (the file was truncated after it was opened?)",
-                   std::move(ctx));
-  }
-  ctx.status = f.err;
-  ctx.status_text = std::strerror(f.err);
-  throw io_error(message + ": read failed at byte " + std::to_string(f.offset), std::move(ctx));
+  io::throw_read_error(f.read, file, record, message);
 }
 
 // Throws ErrorT for a failed HDF5 call, with the call's name, its status and the library's own

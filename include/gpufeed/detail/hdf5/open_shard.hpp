@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +29,7 @@
 #include "gpufeed/detail/hdf5/layout_precheck.hpp"
 #include "gpufeed/detail/hdf5/library.hpp"
 #include "gpufeed/detail/hdf5/shard.hpp"
+#include "gpufeed/detail/io/posix_file.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/hdf5_options.hpp"
 
@@ -42,8 +44,8 @@ inline std::uint64_t mul_checked(std::uint64_t a, std::uint64_t b, const std::st
 
 // Opens dataset `name` after checking its layout message (precheck_layout: a zero chunk dimension
 // would crash libhdf5 inside H5Dopen2).
-inline handle open_dataset(hid_t file_id, const posix_file& f, const std::string& name) {
-  const std::string& file = f.path();
+inline handle open_dataset(hid_t file_id, const io::byte_source& f, const std::string& name) {
+  const std::string& file = f.name();
   precheck_layout(file_id, f, name);
   hid_t id = H5Dopen2(file_id, name.c_str(), H5P_DEFAULT);
   if (id < 0) {
@@ -113,8 +115,8 @@ inline std::uint64_t check_1d_integer(hid_t dset, const std::string& file, const
 }
 
 inline std::vector<std::int64_t> read_labels(hid_t file_id, const std::string& name,
-                                             std::uint64_t records, const posix_file& f) {
-  const std::string& file = f.path();
+                                             std::uint64_t records, const io::byte_source& f) {
+  const std::string& file = f.name();
   const std::uint64_t file_size = f.size();
   handle d = open_dataset(file_id, f, name);
   const std::uint64_t n = check_1d_integer(d.get(), file, name, false);
@@ -139,7 +141,7 @@ inline std::vector<std::int64_t> read_labels(hid_t file_id, const std::string& n
 
 // True when the HDF5 signature is at byte 0, 512, 1024, 2048, ... (where HDF5 looks for it).
 // io_error when the file cannot be read.
-inline bool has_hdf5_signature(const posix_file& f) {
+inline bool has_hdf5_signature(const io::byte_source& f) {
   static constexpr char signature[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
   for (std::uint64_t at = 0; at + 8 <= f.size(); at = at ? at * 2 : 512) {
     char got[8];
@@ -149,23 +151,34 @@ inline bool has_hdf5_signature(const posix_file& f) {
   return false;
 }
 
-// Opens and indexes one shard. io_error when the file cannot be opened; format_error when it is
-// not HDF5, lacks a dataset or has inconsistent contents; unsupported_error for a non-numeric
-// dtype; library_error when HDF5 fails otherwise.
-inline shard_index open_shard(const std::filesystem::path& p, const hdf5_options& req) {
+// io_error "too many open files" when no descriptor is left (see io::check_descriptors_left),
+// probed with the shard's own descriptor when its reader is a posix_file (other readers hold
+// none to probe with: HDF5's failure is then reported as it is).
+inline void check_descriptors_left(const shard_index& s, const char* api) {
+  if (const auto* f = s.file.as<io::posix_file>()) io::check_descriptors_left(f->fd(), s.path, api);
+}
+
+// Opens and indexes one shard, whose bytes gpufeed reads through `reader` (HDF5 itself reads
+// the file at p through index_driver, for the metadata it indexes): the same bytes, named as p.
+// io_error when the file cannot be opened; format_error when it is not HDF5, lacks a dataset or
+// has inconsistent contents; unsupported_error for a non-numeric dtype; library_error when HDF5
+// fails otherwise.
+inline shard_index open_shard(const std::filesystem::path& p, const hdf5_options& req,
+                              io::owned_source reader) {
   shard_index s;
   s.path = p.string();
-  s.file = posix_file(p);
+  s.file = std::move(reader);
   const std::string& file = s.path;
+  const io::byte_source& bytes = s.file.source();
 
   library_lock lock;
   clear_driver_fault();
   if (H5Fis_hdf5(file.c_str()) <= 0) {
     take_error_stack();
-    check_descriptors_left(s.file.fd(), file, "H5Fis_hdf5");  // EMFILE: not the file's fault
+    check_descriptors_left(s, "H5Fis_hdf5");  // EMFILE: not the file's fault
     // H5Fis_hdf5 (through HDF5's own driver) says "no" for a read error too: look for the
     // signature ourselves, so an I/O error is an io_error and only a file without it is "not HDF5".
-    if (has_hdf5_signature(s.file))
+    if (has_hdf5_signature(bytes))
       throw io_error("HDF5 could not read the superblock of a file with an HDF5 signature",
                      file_context(file));
     format_fail("not an HDF5 file", file);
@@ -176,10 +189,10 @@ inline shard_index open_shard(const std::filesystem::path& p, const hdf5_options
   handle fapl = checked(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, "H5Pcreate", "no fapl", file);
   check(H5Pset_driver(fapl.get(), driver, nullptr), "H5Pset_driver", "cannot set the driver", file);
   const hid_t fid_raw = H5Fopen(file.c_str(), H5F_ACC_RDONLY, fapl.get());
-  if (fid_raw < 0) check_descriptors_left(s.file.fd(), file, "H5Fopen");
+  if (fid_raw < 0) check_descriptors_left(s, "H5Fopen");
   handle fid = checked<format_error>(fid_raw, H5Fclose, "H5Fopen",
                                      "cannot open the HDF5 file (truncated or damaged?)", file);
-  handle dset = open_dataset(fid.get(), s.file, req.dataset);
+  handle dset = open_dataset(fid.get(), bytes, req.dataset);
   const std::string what = "dataset '" + req.dataset + "'";
   const auto dims = dataset_dims(dset.get(), file, req.dataset);
   handle ftype = checked(H5Dget_type(dset.get()), H5Tclose, "H5Dget_type", "no datatype", file);
@@ -194,10 +207,10 @@ inline shard_index open_shard(const std::filesystem::path& p, const hdf5_options
   const bool bytes_1d = s.rank == 1 && dt.name == "uint8";
   handle offs;
   if (req.layout == hdf5_options::layout_kind::blob) {
-    offs = open_dataset(fid.get(), s.file, offsets_name);
+    offs = open_dataset(fid.get(), bytes, offsets_name);
   } else if (req.layout == hdf5_options::layout_kind::automatic && bytes_1d &&
              H5Lexists(fid.get(), offsets_name.c_str(), H5P_DEFAULT) > 0) {
-    offs = open_dataset(fid.get(), s.file, offsets_name);
+    offs = open_dataset(fid.get(), bytes, offsets_name);
   }
   rethrow_driver_fault(file, "cannot look up '" + offsets_name + "'");
   take_error_stack();  // H5Lexists may leave entries for missing groups
@@ -230,7 +243,7 @@ inline shard_index open_shard(const std::filesystem::path& p, const hdf5_options
   rethrow_driver_fault(file, std::string("cannot look up '") + pack_label_dataset + "'");
   take_error_stack();
   if (!labels_name.empty())
-    s.labels = read_labels(fid.get(), labels_name, s.records, s.file);
+    s.labels = read_labels(fid.get(), labels_name, s.records, bytes);
 
   hdf5_shard_info& desc = s.description;
   desc.path = p;
@@ -253,6 +266,11 @@ inline shard_index open_shard(const std::filesystem::path& p, const hdf5_options
                                                      : hdf5_read_path::pread_raw;
   }
   return s;
+}
+
+// Opens and indexes one shard read with pread (io::posix_file). Errors as above.
+inline shard_index open_shard(const std::filesystem::path& p, const hdf5_options& req) {
+  return open_shard(p, req, io::owned_source(std::make_unique<io::posix_file>(p)));
 }
 
 }  // namespace gpufeed::detail::hdf5

@@ -1,10 +1,8 @@
-// gpufeed — read-ahead advice for an indexed HDF5 shard: posix_fadvise(POSIX_FADV_WILLNEED) over
-// the file extents a range of records will read, so the kernel starts fetching them (whole
+// gpufeed — read-ahead advice for an indexed HDF5 shard: its reader's will_need (for a posix_file
+// posix_fadvise(POSIX_FADV_WILLNEED)) over the file extents a range of records will read, so the kernel starts fetching them (whole
 // extents, in the background) before the workers' preads ask for them. Advice only: failures
 // are ignored, nothing is read here, and fallback shards (read through H5Dread) are not advised.
 #pragma once
-
-#include <fcntl.h>
 
 #include <algorithm>
 #include <atomic>
@@ -29,8 +27,7 @@ inline void advise_extent(const shard_index& s, std::uint64_t at, std::uint64_t 
 #ifdef GPUFEED_TESTING
   if (const auto hook = advise_observer.load(std::memory_order_relaxed)) hook(s.path, at, bytes);
 #endif
-  (void)::posix_fadvise(s.file.fd(), static_cast<off_t>(at), static_cast<off_t>(bytes),
-                        POSIX_FADV_WILLNEED);
+  s.file.will_need(at, bytes);
 }
 
 // Advises the extents of local records [lo, hi) of s: one extent for contiguous data; for

@@ -26,7 +26,7 @@
 
 #include "gpufeed/detail/hdf5/library.hpp"
 #include "gpufeed/detail/hdf5/open_shard.hpp"
-#include "gpufeed/detail/posix_file.hpp"
+#include "gpufeed/detail/io/posix_file.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail::hdf5 {
@@ -53,8 +53,8 @@ inline void read_1d_range(hid_t dset, hid_t memtype, std::uint64_t first, std::u
 inline std::optional<std::string> read_record_name(const std::filesystem::path& path,
                                                    std::uint64_t records, std::uint64_t local,
                                                    std::uint64_t global) {
-  const posix_file f(path);
-  const std::string& file = f.path();
+  const io::posix_file f(path);
+  const std::string& file = f.name();
   library_lock lock;
   handle fid = checked<format_error>(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose,
                                      "H5Fopen", "cannot open the HDF5 file to read record names",

@@ -18,7 +18,7 @@
 #include "gpufeed/detail/hdf5/index_driver.hpp"
 #include "gpufeed/detail/hdf5/library.hpp"
 #include "gpufeed/detail/hdf5/record_plan.hpp"
-#include "gpufeed/detail/posix_file.hpp"
+#include "gpufeed/detail/io/byte_source.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/hdf5_options.hpp"
 
@@ -40,8 +40,9 @@ struct chunk_entry {
 
 struct shard_index {
   std::string path;
-  // Mutable: source_state's shard_lru closes and reopens its descriptor (never while pinned).
-  mutable posix_file file;
+  // The shard's bytes (io/byte_source.hpp; open_shard gives it an io::posix_file unless told
+  // another reader). Mutable: source_state's shard_lru closes and reopens it (never while pinned).
+  mutable io::owned_source file;
   bool blob = false;
   read_kind kind = read_kind::contiguous;
   std::size_t element_size = 1;
@@ -122,7 +123,7 @@ struct shard_index {
     };
     if (checker) {
       try {
-        checker->check_box(dataset.get(), file, b, global);
+        checker->check_box(dataset.get(), file.source(), b, global);
       } catch (...) {
         fallback_stale = true;  // H5Dread_chunk may have left the chunk's bytes in HDF5's caches
         throw;

@@ -16,7 +16,7 @@
 #include "gpufeed/detail/hdf5/library.hpp"
 #include "gpufeed/detail/hdf5/open_shard.hpp"
 #include "gpufeed/detail/pack_manifest.hpp"
-#include "gpufeed/detail/posix_file.hpp"
+#include "gpufeed/detail/io/posix_file.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail::hdf5 {
@@ -33,8 +33,8 @@ struct shard_extent {
 // largest record), then the file is closed. Errors are those of open_shard for the same faults.
 inline shard_extent read_extent(const std::filesystem::path& p, const std::string& dataset,
                                 bool blob, std::uint64_t row_bytes) {
-  const posix_file f(p);
-  const std::string& file = f.path();
+  const io::posix_file f(p);
+  const std::string& file = f.name();
   library_lock lock;
   if (H5Fis_hdf5(file.c_str()) <= 0) {
     take_error_stack();

@@ -120,7 +120,7 @@ struct source_state {
   void check_identity(const shard_slot& sl, const shard_index& s) const {
     if (sl.listed)
       detail::check_identity(space.listed()->manifest, manifest_place(sl.path).second, *sl.listed,
-                             s.file.fd(), s.file.size(), s.path);
+                             s.file.source());
   }
 
   // format_error when an opened shard is not what was known of it before (the manifest or a
@@ -231,7 +231,7 @@ struct source_state {
   // The LRU's close: shard s's descriptors closed, its index kept. The fallback's HDF5 handles
   // are reopened by its next read (fallback_stale), under the library mutex.
   static void close_descriptors(const shard_index& s) noexcept {
-    s.file.close_descriptor();
+    s.file.close();
     if (s.kind == read_kind::fallback) {
       library_lock lock;
       s.dataset.reset();

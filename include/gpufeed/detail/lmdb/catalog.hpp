@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpufeed/detail/io/posix_file.hpp"
 #include "gpufeed/detail/lmdb/shard_reopen.hpp"
 #include "gpufeed/detail/lmdb/shard_table.hpp"
 #include "gpufeed/detail/pack_manifest.hpp"
@@ -143,7 +144,7 @@ class catalog {
   void check_identity(const shard_slot& sl, const shard_table& t) const {
     if (sl.listed)
       detail::check_identity(space_.listed()->manifest, manifest_place(sl.path).second,
-                             *sl.listed, t.s.fd, t.s.file_size, t.s.data_file);
+                             *sl.listed, io::fd_reader(t.s.fd, t.s.file_size, t.s.data_file));
   }
 
   // format_error naming the manifest and field when entry e of shard sl declares what its data

@@ -3,8 +3,9 @@
 // Why: LMDB takes the page size from the newest meta page and computes the address of the second
 // meta page from it right after mapping the file; a damaged page size there makes mdb_env_open /
 // mdb_env_info touch the map past the end of the file (SIGBUS) before any error can be returned.
-// So the metas are read with plain file reads first and must agree with LMDB 0.9's on-disk
-// format (MDB_DATA_VERSION 1, 64-bit layout, as written by liblmdb 0.9.x and py-lmdb):
+// So the metas are read with plain file reads first (pread through the byte-source seam,
+// io::posix_file) and must agree with LMDB 0.9's on-disk format (MDB_DATA_VERSION 1, 64-bit
+// layout, as written by liblmdb 0.9.x and py-lmdb):
 //
 //   page header (16 bytes): pgno u64 | pad u16 | flags u16 (P_META = 0x08) | lower u16 | upper u16
 //   MDB_meta at byte 16:    magic u32 (0xBEEFC0DE) | version u32 | address u64 | mapsize u64 |
@@ -16,12 +17,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <string>
 
+#include "gpufeed/detail/io/posix_file.hpp"
 #include "gpufeed/detail/lmdb/tree_check.hpp"
-#include "gpufeed/detail/posix_file.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail::lmdb {
@@ -49,12 +49,13 @@ T load(const unsigned char* p) noexcept {
   return v;
 }
 
-// Reads and checks the meta page at `offset`; returns why it is unusable, or nullptr.
-inline const char* read_meta(std::ifstream& f, std::uint64_t offset, meta_page& m) {
+// Reads and checks the meta page at `offset` of `f`; returns why it is unusable, or nullptr. A
+// read that ends early or fails is "shorter than two meta pages" (format_error for the caller),
+// an OS error included, as when these pages were read through a stream.
+inline const char* read_meta(const io::byte_source& f, std::uint64_t offset, meta_page& m) {
   namespace L = meta_layout;
   unsigned char b[L::size];
-  f.seekg(static_cast<std::streamoff>(offset));
-  if (!f.read(reinterpret_cast<char*>(b), L::size)) return "the file is shorter than two meta pages";
+  if (!f.try_read(b, L::size, offset).ok()) return "the file is shorter than two meta pages";
   if (load<std::uint32_t>(b + L::magic) != L::lmdb_magic) return "no LMDB magic number";
   if (load<std::uint32_t>(b + L::version) != L::data_version) return "unknown LMDB data version";
   if (!(load<std::uint16_t>(b + L::flags) & L::p_meta)) return "the page is not a meta page";
@@ -80,17 +81,8 @@ inline void check_data_file(const std::string& data_file, std::uint64_t file_siz
   } else {
     error_context ctx;
     ctx.file = data_file;
-    errno = 0;
-    std::ifstream f(data_file, std::ios::binary);
-    if (!f) {
-      const int e = errno;  // set by the open(2) under the stream
-      if (e == 0) {
-        ctx.api = "open";
-        throw io_error("cannot open the LMDB data file", std::move(ctx));
-      }
-      throw io_error(open_failure(e, "cannot open the LMDB data file"),
-                     os_call_context(data_file, "open", e));
-    }
+    // io_error (errno in status; "too many open files" first when no descriptor is left).
+    const io::posix_file f(data_file, "cannot open the LMDB data file");
     meta_page m0, m1;
     const char* why = read_meta(f, 0, m0);
     if (!why) why = read_meta(f, m0.psize, m1);
@@ -114,9 +106,7 @@ inline void check_data_file(const std::string& data_file, std::uint64_t file_siz
     t.last_pg = newest.last_pg;
     t.psize = newest.psize;
     const std::string bad = check_tree(t, [&](std::uint64_t pgno, unsigned char* buf) {
-      f.clear();
-      f.seekg(static_cast<std::streamoff>(pgno * t.psize));
-      return static_cast<bool>(f.read(reinterpret_cast<char*>(buf), t.psize));
+      return f.try_read(buf, t.psize, pgno * t.psize).ok();
     });
     if (!bad.empty()) throw corrupt_error("damaged LMDB B-tree: " + bad, std::move(ctx));
   }

@@ -22,8 +22,8 @@
 #include "gpufeed/detail/lmdb/handles.hpp"
 #include "gpufeed/detail/lmdb/map_region.hpp"
 #include "gpufeed/detail/lmdb/meta_check.hpp"
+#include "gpufeed/detail/io/posix_file.hpp"
 #include "gpufeed/detail/lmdb/tree_check.hpp"
-#include "gpufeed/detail/posix_file.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail::lmdb {
@@ -146,7 +146,7 @@ inline shard open_shard(const std::filesystem::path& path, unsigned max_readers,
     if (rc == ENOENT)  // LMDB's answer for an empty data file
       throw_status(rc, "mdb_env_open", "not an LMDB environment: data.mdb is empty",
                    file_context(s.data_file));
-    throw_status(rc, "mdb_env_open", open_failure(rc, "cannot open the LMDB environment"),
+    throw_status(rc, "mdb_env_open", io::open_failure(rc, "cannot open the LMDB environment"),
                  file_context(s.data_file));
   }
 

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "gpufeed/detail/byte_buffer.hpp"
+#include "gpufeed/detail/io/posix_file.hpp"
 #include "gpufeed/detail/thread_group.hpp"
 #include "gpufeed/pack/detail/codecs.hpp"
 #include "gpufeed/pack/detail/plan.hpp"
@@ -69,6 +70,7 @@ class input_file {
     if (!S_ISREG(st.st_mode)) input_fail("input is not a regular file", p);
     if (static_cast<std::uint64_t>(st.st_size) != expected)
       changed(expected, static_cast<std::uint64_t>(st.st_size));
+    bytes_ = io::fd_reader(fd_, expected, p.string());
   }
   input_file(const input_file&) = delete;
   input_file& operator=(const input_file&) = delete;
@@ -76,16 +78,12 @@ class input_file {
     if (fd_ >= 0) ::close(fd_);
   }
 
+  // Reads through the byte-source seam; a read that ends early means the file changed size.
   void read(std::byte* dst, std::uint64_t n, std::uint64_t at, std::uint64_t expected) const {
-    while (n > 0) {
-      const ssize_t got = ::pread(fd_, dst, static_cast<std::size_t>(n), static_cast<off_t>(at));
-      if (got < 0 && errno == EINTR) continue;
-      if (got < 0) input_fail("cannot read input file", path_, "pread", errno);
-      if (got == 0) changed(expected, at);
-      dst += got;
-      n -= static_cast<std::uint64_t>(got);
-      at += static_cast<std::uint64_t>(got);
-    }
+    const io::read_outcome o = bytes_.try_read(dst, static_cast<std::size_t>(n), at);
+    if (o.why == io::read_outcome::stop::failed)
+      input_fail("cannot read input file", path_, o.api, o.err);
+    if (o.why == io::read_outcome::stop::ended) changed(expected, o.at);
   }
 
  private:
@@ -96,6 +94,7 @@ class input_file {
   }
   std::filesystem::path path_;
   int fd_ = -1;
+  io::fd_reader bytes_;  // fd_, read
 };
 
 inline std::uint32_t crc32_of(const std::byte* p, std::uint64_t n) {

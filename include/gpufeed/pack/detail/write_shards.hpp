@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "gpufeed/detail/pack_manifest.hpp"
-#include "gpufeed/detail/posix_file.hpp"
+#include "gpufeed/detail/io/posix_file.hpp"
 #include "gpufeed/pack/detail/job.hpp"
 
 namespace gpufeed::detail::pack {
@@ -188,9 +188,9 @@ inline manifest_data manifest_of(const pack_job& job, const pack_plan& plan,
                       max_record};
     ms.min_record = s.records ? min_record : 0;
     {  // the shard's identity, checked by a source when it first opens the shard
-      const posix_file f(lmdb ? s.file / "data.mdb" : s.file);
+      const io::posix_file f(lmdb ? s.file / "data.mdb" : s.file);
       ms.file_bytes = f.size();
-      ms.fingerprint = shard_fingerprint(f.fd(), f.size(), f.path());
+      ms.fingerprint = shard_fingerprint(f);
     }
     // HDF5: rows per band of chunks (what hdf5_source::decode_unit answers for an unopened
     // shard): 0 uncompressed, chunk rows for the fixed layout; compressed blob shards: unstated.
