@@ -67,8 +67,8 @@ chunked make_case(const std::string& name, const bytes& data, int kind, std::siz
     codec::result r;
     if (kind == 3) {
       const std::vector<gpufeed::detail::hdf5::filter_step> pipeline = {
-          gpufeed_test::step(gpufeed::detail::hdf5::filter_kind::shuffle, 4),
-          gpufeed_test::step(gpufeed::detail::hdf5::filter_kind::deflate)};
+          gpufeed_test::step(gpufeed::detail::codec::kind::shuffle, 4),
+          gpufeed_test::step(gpufeed::detail::codec::kind::deflate)};
       const auto plan = gpufeed::detail::hdf5::plan_gpu_chunk(
           pipeline, 0, in, chunk_bytes, c.src.size(), at, c.stage_bytes, c.units);
       r = plan.status;

@@ -51,7 +51,7 @@ struct filtered_chunk {
   bytes stored;
 };
 
-inline h5::filter_step step(h5::filter_kind k, std::size_t e = 0) {
+inline h5::filter_step step(gpufeed::detail::codec::kind k, std::size_t e = 0) {
   h5::filter_step f;
   f.kind = k;
   f.element_size = e;
@@ -60,7 +60,7 @@ inline h5::filter_step step(h5::filter_kind k, std::size_t e = 0) {
 
 // `data` through the layout's filters (shuffle with element size e, deflate at `level`).
 inline filtered_chunk make_chunk(const bytes& data, layout l, std::size_t e, int level) {
-  using k = h5::filter_kind;
+  using k = gpufeed::detail::codec::kind;
   filtered_chunk c;
   bytes cur = data;
   auto apply = [&](k kind) {
@@ -90,7 +90,7 @@ inline gpufeed::detail::codec::result cpu_decode_chunk(const filtered_chunk& c,
                                                        std::uint32_t mask, std::size_t chunk_bytes,
                                                        bytes& out) {
   namespace codec = gpufeed::detail::codec;
-  using k = h5::filter_kind;
+  using k = gpufeed::detail::codec::kind;
   out.assign(chunk_bytes, 0);
   const int n = static_cast<int>(c.pipeline.size());
   auto active = [&](int i) { return !(mask & (1u << i)); };

@@ -128,7 +128,7 @@ TEST_CASE("the plan: units, stage bytes, and the filter mask's skipped filters")
   CHECK(p.stage_bytes == 0);  // inflated straight into the destination
   // Deflate skipped (bit 1 of the mask): the stored bytes are the shuffled data.
   filtered_chunk skipped;
-  skipped.pipeline = {step(h5::filter_kind::shuffle, 4), step(h5::filter_kind::deflate)};
+  skipped.pipeline = {step(codec::kind::shuffle, 4), step(codec::kind::deflate)};
   skipped.stored = shuffle_bytes(data, 4);
   bytes cpu, gpu;
   REQUIRE(cpu_decode_chunk(skipped, 2u, 4000, cpu).ok);
@@ -136,7 +136,7 @@ TEST_CASE("the plan: units, stage bytes, and the filter mask's skipped filters")
   CHECK(gpu == data);
   CHECK(cpu == data);
   // Every filter skipped but a trailing fletcher32: checked, then copied.
-  skipped.pipeline.push_back(step(h5::filter_kind::fletcher32));
+  skipped.pipeline.push_back(step(codec::kind::fletcher32));
   skipped.stored = with_fletcher32(data);
   REQUIRE(gpu_decode_chunk(skipped, 3u, 4000, gpu, &p).ok);
   CHECK(gpu == data);
@@ -144,7 +144,7 @@ TEST_CASE("the plan: units, stage bytes, and the filter mask's skipped filters")
 }
 
 TEST_CASE("pipelines without a GPU decoder are refused, and no unit is left behind") {
-  using k = h5::filter_kind;
+  using k = codec::kind;
   const bytes stored(64, 0);
   std::vector<codec::gpu_unit> units;
   const std::vector<std::vector<h5::filter_step>> refused = {

@@ -274,11 +274,11 @@ TEST_CASE("repack_hdf5: an h5py gzip + shuffle file with automatic chunks, every
 
 TEST_CASE("pack's LZ4 chunks are cut into 64 KiB blocks that a GPU decodes side by side") {
   using gpufeed::detail::pack::chunk_codec;
-  using gpufeed::detail::pack::codec_kind;
+  using kind = gpufeed::detail::codec::kind;
   std::vector<std::byte> in((1u << 20) + 100), out;
   for (std::size_t i = 0; i < in.size(); ++i)
     in[i] = static_cast<std::byte>((i / 4) % 7 == 0 ? i % 251 : 0);
-  gpufeed::detail::pack::encode_chunk(chunk_codec{codec_kind::lz4, 0, 4}, in, out);
+  gpufeed::detail::pack::encode_chunk(chunk_codec{kind::lz4, 0, 4}, in, out);
   REQUIRE(out.size() > 12);
   CHECK(gpufeed::detail::codec::read_be64(out.data()) == in.size());
   CHECK(gpufeed::detail::codec::read_be32(out.data() + 8) == 65536u);

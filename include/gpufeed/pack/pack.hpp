@@ -38,8 +38,9 @@
 // chunks. `shuffle = false` keeps the input order. A shard takes records in that order while its
 // bytes stay within shard_bytes.
 // Compression (HDF5): chunks of chunk_bytes (1 MiB) of the record stream, compressed with
-// deflate, LZ4 (32004), Zstd (32015) or Bitshuffle-LZ4 (32008) in the filter formats h5py +
-// hdf5plugin read (pack/detail/codecs.hpp) and that hdf5_source decodes in its workers. Why 1 MiB:
+// deflate, LZ4 (32004), Zstd (32015) or Bitshuffle-LZ4 (32008) (pack_codec.hpp) in the filter
+// formats h5py + hdf5plugin read (the encoders of detail/codec/, chosen by pack/detail/codecs.hpp)
+// and that hdf5_source decodes in its workers. Why 1 MiB:
 // it is one decode unit of the locality-aware order, decodes in well under a millisecond with
 // LZ4/Zstd, keeps a reader's decoded-chunk cache small, and the codecs' ratio has stopped
 // improving long before it; the chunk index stays small (1024 entries per GiB).
@@ -65,7 +66,6 @@
 #pragma once
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -74,7 +74,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <vector>
 
 #include "gpufeed/pack/detail/codecs.hpp"
@@ -85,6 +84,7 @@
 #include "gpufeed/pack/detail/plan.hpp"
 #include "gpufeed/pack/detail/reading.hpp"
 #include "gpufeed/pack/detail/verify.hpp"
+#include "gpufeed/pack/pack_codec.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/version.hpp"
 
@@ -94,50 +94,6 @@ enum class shard_format { hdf5, lmdb };
 
 inline const char* to_string(shard_format f) noexcept {
   return f == shard_format::lmdb ? "lmdb" : "hdf5";
-}
-
-// How pack compresses HDF5 shards: the codec, and its level where it has one (deflate 1-9,
-// default 4 as h5py's gzip; zstd 1-22, default 3 as zstd's). LMDB shards are not compressed.
-using pack_codec = detail::pack::codec_kind;
-struct pack_compression {
-  pack_codec codec = pack_codec::none;
-  int level = 0;  // 0: the codec's default
-};
-
-// "none", "deflate[:L]", "lz4", "zstd[:L]" or "bitshuffle-lz4" (what gpufeed pack --compress
-// takes); config_error naming the choices otherwise.
-inline pack_compression parse_compression(std::string_view text) {
-  const auto colon = text.find(':');
-  const std::string_view name = text.substr(0, colon);
-  pack_compression c;
-  if (name == "none") c.codec = pack_codec::none;
-  else if (name == "deflate" || name == "gzip") c.codec = pack_codec::deflate;
-  else if (name == "lz4") c.codec = pack_codec::lz4;
-  else if (name == "zstd") c.codec = pack_codec::zstd;
-  else if (name == "bitshuffle-lz4") c.codec = pack_codec::bitshuffle_lz4;
-  else
-    throw config_error("unknown compression '" + std::string(text) +
-                       "': choose none, deflate[:1-9], lz4, zstd[:1-22] or bitshuffle-lz4");
-  if (colon != std::string_view::npos) {
-    const std::string_view v = text.substr(colon + 1);
-    const int most = c.codec == pack_codec::deflate ? 9 : c.codec == pack_codec::zstd ? 22 : 0;
-    const auto r = std::from_chars(v.data(), v.data() + v.size(), c.level);
-    if (most == 0 || v.empty() || r.ec != std::errc{} || r.ptr != v.data() + v.size() ||
-        c.level < 1 || c.level > most)
-      throw config_error("compression '" + std::string(text) +
-                         "': a level applies to deflate (1-9) and zstd (1-22) only");
-  }
-  return c;
-}
-
-inline std::string to_string(const pack_compression& c) {
-  switch (c.codec) {
-    case pack_codec::deflate: return "deflate:" + std::to_string(c.level ? c.level : 4);
-    case pack_codec::lz4: return "lz4";
-    case pack_codec::zstd: return "zstd:" + std::to_string(c.level ? c.level : 3);
-    case pack_codec::bitshuffle_lz4: return "bitshuffle-lz4";
-    default: return "none";
-  }
 }
 
 struct pack_input {

@@ -1,6 +1,11 @@
-// gpufeed — the Bitshuffle HDF5 filter (id 32008, kiyo-masui/bitshuffle's bshuf_h5filter.c).
+// gpufeed — the Bitshuffle HDF5 filter (id 32008, kiyo-masui/bitshuffle's bshuf_h5filter.c), its
+// one home: identity, CPU decoder (none, LZ4 and Zstd modes), CPU encoder (LZ4 mode, gpufeed
+// pack: cd_values {0, 3, element size, 0, 2}, format version 0.3, the default block, LZ4).
 // Debian ships bitshuffle only as a Python module and an HDF5 plugin, not as a C library, so the
-// bit transpose is done here, both ways (gpufeed pack's encoder uses the forward one).
+// bit transpose is done here, both ways (the encoder uses the forward one).
+// GPU decoder: include/gpufeed/cuda/detail/codec/unit_decode.hpp (none and LZ4 modes: one block
+// per warp, untransposed there, its LZ4 through cuda/detail/codec/lz4_block.hpp; units planned by
+// detail/codec/gpu_units.hpp). The Zstd mode is decoded on the CPU.
 //
 // cd_values: [2] element size e, [3] block size in elements (0: the default below), [4]
 // compression (0 none, 2 LZ4, 3 Zstd). The data is cut into blocks of `block` elements; the last
@@ -25,15 +30,28 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "gpufeed/detail/codec/bit_matrix.hpp"
+#include "gpufeed/detail/codec/encode_failure.hpp"
+#include "gpufeed/detail/codec/kind.hpp"
 #include "gpufeed/detail/codec/lz4.hpp"
 #include "gpufeed/detail/codec/result.hpp"
 #include "gpufeed/detail/codec/zstd.hpp"
 
 namespace gpufeed::detail::codec {
 
+inline constexpr identity bitshuffle_codec{kind::bitshuffle, 32008, "bitshuffle"};
+
+// cd_values[4], the compression of the blocks.
 inline constexpr unsigned bitshuffle_none = 0, bitshuffle_lz4 = 2, bitshuffle_zstd = 3;
+
+// The filter's name with its compression, as descriptions and messages give it.
+constexpr const char* bitshuffle_name(unsigned compression) noexcept {
+  return compression == bitshuffle_lz4    ? "bitshuffle(lz4)"
+         : compression == bitshuffle_zstd ? "bitshuffle(zstd)"
+                                          : "bitshuffle";
+}
 
 // bitshuffle's bshuf_default_block_size: ~8 KiB of elements, a multiple of 8, at least 128.
 inline std::size_t bitshuffle_default_block(std::size_t element_size) noexcept {
@@ -164,5 +182,34 @@ class bitshuffle_decoder {
   std::size_t capacity_ = 0;
   zstd_decoder zstd_;
 };
+
+// Encoder, LZ4 mode: the format above, 8 bytes big-endian chunk size, 4 bytes big-endian block
+// size in bytes, per block 4 bytes big-endian size and an LZ4 block of the bit-transposed block,
+// then the count % 8 trailing elements raw; blocks of bitshuffle_default_block(e) elements.
+inline void bitshuffle_lz4_encode(std::span<const std::byte> in, std::size_t e,
+                                  std::vector<std::byte>& out) {
+  const std::size_t count = in.size() / e;
+  const std::size_t block = bitshuffle_default_block(e);
+  const std::size_t bound =
+      static_cast<std::size_t>(LZ4_compressBound(static_cast<int>(block * e)));
+  out.resize(12 + (count / block + 1) * (4 + bound) + in.size() % (8 * e) + 8 * e);
+  put_be64(out.data(), in.size());
+  put_be32(out.data() + 8, static_cast<std::uint32_t>(block * e));
+  std::vector<std::byte> t(block * e);
+  std::size_t at = 12, done = 0;
+  for (std::size_t i = 0; i < count; i += block) {
+    std::size_t n = count - i < block ? count - i : block;
+    n -= n % 8;
+    if (n == 0) break;
+    bit_transpose(in.data() + done, t.data(), n, e);
+    const std::size_t z = lz4_block_encode({t.data(), n * e}, out.data() + at + 4);
+    put_be32(out.data() + at, static_cast<std::uint32_t>(z));
+    at += 4 + z;
+    done += n * e;
+  }
+  const std::size_t left = in.size() - done;  // the count % 8 elements, stored raw
+  std::memcpy(out.data() + at, in.data() + done, left);
+  out.resize(at + left);
+}
 
 }  // namespace gpufeed::detail::codec

@@ -1,8 +1,11 @@
-// gpufeed — the Blosc HDF5 filter (id 32001, hdf5-blosc): each chunk is one Blosc buffer (its own
-// 16-byte header says the compressor — blosclz, LZ4, Zstd, zlib... — and byte or bit shuffle,
-// and its stored size: bytes after it are not part of it).
-// Decoded by libblosc's blosc_decompress_ctx, which is thread-safe and uses no global state; run
-// with one internal thread (the loader's workers are the parallelism).
+// gpufeed — the Blosc HDF5 filter (id 32001, hdf5-blosc), its one home: identity and CPU
+// decoder. Each chunk is one Blosc buffer (its own 16-byte header says the compressor —
+// blosclz, LZ4, Zstd, zlib... — and byte or bit shuffle, and its stored size: bytes after it are
+// not part of it).
+//   Decoder: libblosc's blosc_decompress_ctx, which is thread-safe and uses no global state; run
+//            with one internal thread (the loader's workers are the parallelism).
+//   Encoder: none (gpufeed pack does not write Blosc).
+// GPU decoder: none (Blosc chunks are decoded on the CPU).
 #pragma once
 
 #include <blosc.h>
@@ -11,9 +14,12 @@
 #include <span>
 #include <string>
 
+#include "gpufeed/detail/codec/kind.hpp"
 #include "gpufeed/detail/codec/result.hpp"
 
 namespace gpufeed::detail::codec {
+
+inline constexpr identity blosc_codec{kind::blosc, 32001, "blosc"};
 
 inline result blosc_filter_decode(std::span<const std::byte> src, std::span<std::byte> dst) {
   if (src.size() < BLOSC_MIN_HEADER_LENGTH)

@@ -64,7 +64,7 @@ class chunk_decoder {
     for (int k = n - 1; k >= 0; --k) {
       if (!active(k)) continue;
       const filter_step& f = s.pipeline[static_cast<std::size_t>(k)];
-      if (f.kind == filter_kind::fletcher32) {
+      if (f.kind == codec::kind::fletcher32) {
         if (!fletcher32_matches(cur.data(), cur.size()))
           corrupt(s, c, chunk, global, "fletcher32 checksum mismatch", "fletcher32");
         cur = cur.first(cur.size() - 4);
@@ -76,7 +76,7 @@ class chunk_decoder {
       if (compresses(f)) {
         want = s.grid.chunk_bytes;
         for (int j = 0; j < k; ++j)
-          if (active(j) && s.pipeline[static_cast<std::size_t>(j)].kind == filter_kind::fletcher32)
+          if (active(j) && s.pipeline[static_cast<std::size_t>(j)].kind == codec::kind::fletcher32)
             want += 4;
       }
       std::span<std::byte> target;
@@ -90,7 +90,7 @@ class chunk_decoder {
       } else {
         target = (cur.data() == acc.a.data() ? acc.b : acc.a).resize(want);  // within need
       }
-      if (f.kind == filter_kind::shuffle) {
+      if (f.kind == codec::kind::shuffle) {
         unshuffle(cur.data(), target.data(), cur.size(), f.element_size);
       } else if (const codec::result r = codecs_.decode(f, cur, target); !r.ok) {
         if (r.library_failed) {  // the codec library itself failed, not the data

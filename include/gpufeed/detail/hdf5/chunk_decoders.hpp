@@ -20,13 +20,14 @@ namespace gpufeed::detail::hdf5 {
 // the chunk's bytes plus the fletcher32 trailers applied before it).
 inline bool compresses(const filter_step& f) noexcept {
   switch (f.kind) {
-    case filter_kind::shuffle:
-    case filter_kind::fletcher32:
+    case codec::kind::shuffle:
+    case codec::kind::fletcher32:
       return false;
-    case filter_kind::bitshuffle:
+    case codec::kind::bitshuffle:
       return f.compression != codec::bitshuffle_none;
-    case filter_kind::other:
-      return false;  // unknown: never decoded by gpufeed
+    case codec::kind::none:
+    case codec::kind::other:
+      return false;  // no filter, or unknown: never decoded by gpufeed
     default:
       return true;
   }
@@ -38,15 +39,15 @@ class chunk_decoders {
   codec::result decode(const filter_step& f, std::span<const std::byte> src,
                        std::span<std::byte> dst) {
     switch (f.kind) {
-      case filter_kind::deflate:
+      case codec::kind::deflate:
         return deflate_.decode(src, dst);
-      case filter_kind::lz4:
+      case codec::kind::lz4:
         return codec::lz4_filter_decode(src, dst);
-      case filter_kind::zstd:
+      case codec::kind::zstd:
         return zstd_.decode(src, dst);
-      case filter_kind::blosc:
+      case codec::kind::blosc:
         return codec::blosc_filter_decode(src, dst);
-      case filter_kind::bitshuffle:
+      case codec::kind::bitshuffle:
         return bitshuffle_.decode(src, dst, f.element_size, f.block, f.compression);
       default:
         return codec::failed("filter pipeline", "not a decoding filter");

@@ -6,7 +6,8 @@
 // each (1.10.8's H5Dget_chunk_info[_by_coord] scan every chunk per call, which is quadratic, and
 // H5Dchunk_iter is not in 1.10.8: see index_driver.hpp). Anything else — a filter gpufeed does
 // not decode, a type HDF5 must convert, chunks never written (HDF5 supplies the fill value) — is
-// read through H5Dread, with the reason recorded.
+// read through H5Dread, with the reason recorded. The filter pipeline is read by
+// filter_pipeline.hpp.
 #pragma once
 
 #include <hdf5.h>
@@ -18,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "gpufeed/detail/hdf5/chunk_decoders.hpp"
 #include "gpufeed/detail/hdf5/declared_limits.hpp"
 #include "gpufeed/detail/hdf5/dtype.hpp"
+#include "gpufeed/detail/hdf5/filter_pipeline.hpp"
 #include "gpufeed/detail/hdf5/index_driver.hpp"
 #include "gpufeed/detail/hdf5/library.hpp"
 #include "gpufeed/detail/hdf5/shard.hpp"
@@ -35,94 +36,6 @@ inline std::string coords_text(const coords& c, int rank) {
   std::string t = "(";
   for (int d = 0; d < rank; ++d) t += (d ? ", " : "") + std::to_string(c[d]);
   return t + ")";
-}
-
-// The registered ids of the plugin filters gpufeed decodes (HDF Group's filter registry).
-inline constexpr H5Z_filter_t filter_id_blosc = 32001, filter_id_lz4 = 32004,
-                              filter_id_bitshuffle = 32008, filter_id_zstd = 32015;
-
-// Reads the filter pipeline into s.description.filters and s.pipeline. Returns the reason the
-// shard must fall back, or "" when gpufeed decodes every filter.
-inline std::string read_pipeline(shard_index& s, hid_t dcpl, const std::string& file) {
-  const int n = check(H5Pget_nfilters(dcpl), "H5Pget_nfilters", "cannot read filters", file);
-  std::string reason;
-  int compressors = 0;
-  for (int k = 0; k < n; ++k) {
-    unsigned flags = 0, config = 0;
-    std::array<unsigned, 16> cd{};
-    std::size_t ncd = cd.size();
-    std::array<char, 128> name{};
-    const H5Z_filter_t id = H5Pget_filter2(dcpl, static_cast<unsigned>(k), &flags, &ncd, cd.data(),
-                                           name.size(), name.data(), &config);
-    if (id < 0) throw_hdf5("cannot read filter " + std::to_string(k), file, "H5Pget_filter2");
-    name.back() = '\0';
-    filter_step step;
-    if (id == H5Z_FILTER_DEFLATE) {
-      s.description.filters.push_back("deflate(" + (ncd ? std::to_string(cd[0]) : "?") + ")");
-      step.kind = filter_kind::deflate;
-    } else if (id == H5Z_FILTER_SHUFFLE) {
-      s.description.filters.push_back("shuffle");
-      step.kind = filter_kind::shuffle;
-      step.element_size = ncd ? cd[0] : s.element_size;
-    } else if (id == H5Z_FILTER_FLETCHER32) {
-      s.description.filters.push_back("fletcher32");
-      step.kind = filter_kind::fletcher32;
-    } else if (id == filter_id_lz4) {
-      s.description.filters.push_back("lz4");
-      step.kind = filter_kind::lz4;
-    } else if (id == filter_id_zstd) {
-      s.description.filters.push_back("zstd");
-      step.kind = filter_kind::zstd;
-    } else if (id == filter_id_blosc) {
-      s.description.filters.push_back("blosc");
-      step.kind = filter_kind::blosc;
-    } else if (id == filter_id_bitshuffle) {
-      // Refused here, before any chunk reaches the plugin, which crashes on them (a zero
-      // element size divides by zero; an unknown compression code is read as uncompressed).
-      if (ncd < 3 || cd[2] == 0 ||
-          (ncd >= 5 && cd[4] != codec::bitshuffle_none && cd[4] != codec::bitshuffle_lz4 &&
-           cd[4] != codec::bitshuffle_zstd))
-        format_fail("dataset's Bitshuffle filter parameters are not valid (" +
-                        (ncd < 3 ? std::to_string(ncd) + " parameters"
-                         : cd[2] == 0
-                             ? std::string("element size 0")
-                             : "compression code " + std::to_string(cd[4]) +
-                                   "; known: 0 none, 2 LZ4, 3 Zstd") +
-                        "): damaged or crafted",
-                    file);
-      step.kind = filter_kind::bitshuffle;
-      step.element_size = cd[2];
-      step.block = ncd > 3 ? cd[3] : 0;
-      step.compression = ncd > 4 ? cd[4] : codec::bitshuffle_none;
-      s.description.filters.push_back(
-          step.compression == codec::bitshuffle_lz4    ? "bitshuffle(lz4)"
-          : step.compression == codec::bitshuffle_zstd ? "bitshuffle(zstd)"
-                                                       : "bitshuffle");
-    } else {
-      std::string nm = name[0] ? std::string(name.data()) : "unknown(" + std::to_string(id) + ")";
-      if (id == H5Z_FILTER_NBIT) nm = "nbit";
-      if (id == H5Z_FILTER_SCALEOFFSET) nm = "scaleoffset";
-      if (id == H5Z_FILTER_SZIP) nm = "szip";
-      s.description.filters.push_back(nm);
-      // Not available to HDF5 either (plugin missing): H5Dread still works for chunks that
-      // skipped it (optional filters), and fails with a library_error for the others.
-      const bool available = H5Zfilter_avail(id) > 0;
-      take_error_stack();
-      if (reason.empty())
-        reason = "filter '" + nm + "' is decoded by HDF5, not by gpufeed" +
-                 (available ? "" : " (and this HDF5 library does not have it: plugin missing?)");
-      step.kind = filter_kind::other;
-      s.pipeline.push_back(step);
-      continue;
-    }
-    if (compresses(step)) ++compressors;
-    s.pipeline.push_back(step);
-  }
-  // A second compressor's output size is the first one's stored size, which no header records.
-  if (reason.empty() && compressors > 1)
-    reason = "more than one compressing filter: decoded by HDF5, not by gpufeed";
-  if (reason.empty() && n > 32) reason = "more than 32 filters";
-  return reason;
 }
 
 // Fills s.grid, s.chunks and s.chunks_per_record. Returns a fallback reason or "".

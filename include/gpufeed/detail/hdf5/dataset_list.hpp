@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "gpufeed/detail/codec/registry.hpp"
 #include "gpufeed/detail/hdf5/dtype.hpp"
 #include "gpufeed/detail/hdf5/layout_precheck.hpp"
 #include "gpufeed/detail/hdf5/library.hpp"
@@ -93,20 +94,9 @@ inline herr_t visit(hid_t group, const char* name, const H5L_info_t* info, void*
       const H5Z_filter_t id =
           H5Pget_filter2(plist.get(), static_cast<unsigned>(i), &flags, &nelem, nullptr,
                          sizeof fname, fname, &config);
-      if (id == H5Z_FILTER_DEFLATE)
-        d.filters.push_back("deflate");
-      else if (id == H5Z_FILTER_SHUFFLE)
-        d.filters.push_back("shuffle");
-      else if (id == H5Z_FILTER_FLETCHER32)
-        d.filters.push_back("fletcher32");
-      else if (id == 32004)
-        d.filters.push_back("lz4");
-      else if (id == 32015)
-        d.filters.push_back("zstd");
-      else if (id == 32008)
-        d.filters.push_back("bitshuffle");
-      else if (id == 32001)
-        d.filters.push_back("blosc");
+      const codec::kind k = codec::kind_of_filter(id);
+      if (codec::decoded(k))
+        d.filters.push_back(codec::name_of(k));
       else
         d.filters.push_back(std::string(*fname ? fname : "filter") + " (" + std::to_string(id) +
                             ")");

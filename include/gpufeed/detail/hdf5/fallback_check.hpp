@@ -125,12 +125,12 @@ class chunk_checker {
     data.read_exact(raw.data(), raw.size(), seen.address, global);
     auto active = [&](std::size_t j) { return j >= 32 || !(mask & (1u << j)); };
     for (std::size_t j = 0; j < steps_.size(); ++j)
-      if (active(j) && steps_[j].kind == filter_kind::other) return true;  // HDF5's to judge
+      if (active(j) && steps_[j].kind == codec::kind::other) return true;  // HDF5's to judge
     std::span<std::byte> cur = raw;
     for (std::size_t j = steps_.size(); j-- > 0;) {
       if (!active(j)) continue;
       const filter_step& f = steps_[j];
-      if (f.kind == filter_kind::fletcher32) {
+      if (f.kind == codec::kind::fletcher32) {
         if (!fletcher32_matches(cur.data(), cur.size()))
           corrupt(g, file, global, "fletcher32 checksum mismatch", "fletcher32");
         cur = cur.first(cur.size() - 4);
@@ -146,13 +146,13 @@ class chunk_checker {
         for (std::size_t i = 0; i < j; ++i) {
           if (!active(i)) continue;
           if (compresses(steps_[i])) inner = false;
-          if (steps_[i].kind == filter_kind::fletcher32) trailers += 4;
+          if (steps_[i].kind == codec::kind::fletcher32) trailers += 4;
         }
         want = inner ? grid_.chunk_bytes + trailers : outer_size(f, cur, g, file, global);
-        unsized = !inner && f.kind == filter_kind::deflate;
+        unsized = !inner && f.kind == codec::kind::deflate;
       }
       std::span<std::byte> target = (cur.data() == a_.data() ? b_ : a_).resize(want);
-      if (f.kind == filter_kind::shuffle) {
+      if (f.kind == codec::kind::shuffle) {
         unshuffle(cur.data(), target.data(), cur.size(), f.element_size);
       } else if (unsized) {
         std::size_t got = 0;  // deflate records no size: inflate into the bound
@@ -192,18 +192,18 @@ class chunk_checker {
     const std::size_t limit = intermediate_limit();
     std::uint64_t n = 0;
     switch (f.kind) {
-      case filter_kind::deflate:
+      case codec::kind::deflate:
         return limit;
-      case filter_kind::lz4:
-      case filter_kind::bitshuffle:
+      case codec::kind::lz4:
+      case codec::kind::bitshuffle:
         if (src.size() < 12) corrupt(g, file, global, "chunk shorter than its header", "header");
         n = codec::read_be64(src.data());
         // the form Debian's plugin writes in Zstd mode keeps the size (bitshuffle.hpp)
-        if (f.kind == filter_kind::bitshuffle && f.compression == codec::bitshuffle_zstd &&
+        if (f.kind == codec::kind::bitshuffle && f.compression == codec::bitshuffle_zstd &&
             n > limit)
           n = src.size();
         break;
-      case filter_kind::blosc: {
+      case codec::kind::blosc: {
         if (src.size() < BLOSC_MIN_HEADER_LENGTH)
           corrupt(g, file, global, "chunk shorter than the Blosc header", "blosc filter");
         std::size_t nb = 0, cb = 0, bs = 0;
@@ -211,7 +211,7 @@ class chunk_checker {
         n = nb;
         break;
       }
-      case filter_kind::zstd: {
+      case codec::kind::zstd: {
         const unsigned long long z = ZSTD_getFrameContentSize(src.data(), src.size());
         if (z == ZSTD_CONTENTSIZE_ERROR || z == ZSTD_CONTENTSIZE_UNKNOWN)
           corrupt(g, file, global, "a zstd frame that does not record its decoded size",

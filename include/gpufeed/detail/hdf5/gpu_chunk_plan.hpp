@@ -27,6 +27,7 @@
 
 #include "gpufeed/detail/codec/bitshuffle.hpp"
 #include "gpufeed/detail/codec/gpu_units.hpp"
+#include "gpufeed/detail/codec/registry.hpp"
 #include "gpufeed/detail/codec/result.hpp"
 #include "gpufeed/detail/hdf5/filter_step.hpp"
 
@@ -42,19 +43,8 @@ struct gpu_chunk_plan {
 };
 
 inline const char* gpu_filter_name(const filter_step& f) noexcept {
-  switch (f.kind) {
-    case filter_kind::deflate: return "deflate";
-    case filter_kind::shuffle: return "shuffle";
-    case filter_kind::fletcher32: return "fletcher32";
-    case filter_kind::lz4: return "lz4";
-    case filter_kind::bitshuffle:
-      return f.compression == codec::bitshuffle_lz4    ? "bitshuffle(lz4)"
-             : f.compression == codec::bitshuffle_zstd ? "bitshuffle(zstd)"
-                                                       : "bitshuffle";
-    case filter_kind::blosc: return "blosc";
-    case filter_kind::zstd: return "zstd";
-    case filter_kind::other: break;
-  }
+  if (f.kind == codec::kind::bitshuffle) return codec::bitshuffle_name(f.compression);
+  if (codec::decoded(f.kind)) return codec::name_of(f.kind);
   return "a filter gpufeed does not decode";
 }
 
@@ -133,17 +123,17 @@ inline gpu_chunk_plan plan_gpu_chunk(std::span<const filter_step> pipeline,
   };
   // A trailing fletcher32 (applied last, undone first): its check covers the stored bytes.
   std::span<const std::byte> payload = stored;
-  if (!active.empty() && active.back()->kind == filter_kind::fletcher32) {
+  if (!active.empty() && active.back()->kind == codec::kind::fletcher32) {
     if (stored.size() < 4)  // fletcher32_matches refuses it, and the CPU path says so
       return fail(codec::failed("fletcher32", "fletcher32 checksum mismatch"));
     push(gpu_unit_kind::fletcher32, stored.size(), 0, 0);
     active = active.first(--n);
     payload = stored.first(stored.size() - 4);
   }
-  auto is = [&](std::size_t i, filter_kind k) { return active[i]->kind == k; };
+  auto is = [&](std::size_t i, codec::kind k) { return active[i]->kind == k; };
   const std::uint64_t c = payload.size();
   codec::result r;
-  if (n == 0 || (n == 1 && is(0, filter_kind::shuffle))) {
+  if (n == 0 || (n == 1 && is(0, codec::kind::shuffle))) {
     // Stored as it is, or shuffled: the CPU path's size checks for a chunk with no compressor.
     if (c != chunk_bytes)
       return fail(codec::failed("filter pipeline",
@@ -155,19 +145,19 @@ inline gpu_chunk_plan plan_gpu_chunk(std::span<const filter_step> pipeline,
       push(gpu_unit_kind::stored, c, c, 0);
     else
       push(gpu_unit_kind::unshuffle, c, c, gd::shuffle_element(active[0]->element_size, c));
-  } else if (n == 1 && is(0, filter_kind::lz4)) {
+  } else if (n == 1 && is(0, codec::kind::lz4)) {
     r = codec::plan_lz4_chunk(payload, src_base, dst_base, chunk_bytes, units);
-  } else if (n == 1 && is(0, filter_kind::bitshuffle)) {
+  } else if (n == 1 && is(0, codec::kind::bitshuffle)) {
     r = codec::plan_bitshuffle_chunk(payload, src_base, dst_base, chunk_bytes,
                                      active[0]->element_size, active[0]->block,
                                      active[0]->compression, units);
-  } else if (n == 1 && is(0, filter_kind::deflate)) {
+  } else if (n == 1 && is(0, codec::kind::deflate)) {
     r = codec::plan_deflate_chunk(payload, src_base, dst_base, chunk_bytes, units);
-  } else if (n == 2 && is(0, filter_kind::shuffle) && is(1, filter_kind::deflate)) {
+  } else if (n == 2 && is(0, codec::kind::shuffle) && is(1, codec::kind::deflate)) {
     push(gpu_unit_kind::deflate_unshuffle, c, chunk_bytes,
          gd::shuffle_element(active[0]->element_size, chunk_bytes));
-  } else if (n >= 2 && n <= 3 && is(0, filter_kind::fletcher32) &&
-             is(n - 1, filter_kind::deflate) && (n == 2 || is(1, filter_kind::shuffle))) {
+  } else if (n >= 2 && n <= 3 && is(0, codec::kind::fletcher32) &&
+             is(n - 1, codec::kind::deflate) && (n == 2 || is(1, codec::kind::shuffle))) {
     // Inflated to the data and its trailer (shuffled together when shuffle follows).
     push(gpu_unit_kind::deflate_fletcher32, c, chunk_bytes,
          n == 3 ? gd::shuffle_element(active[1]->element_size, chunk_bytes + 4) : 1u);

@@ -23,7 +23,7 @@ inline unit_cache::scratch_need scratch_need_of(const shard_index& s,
   std::size_t fletchers = 0, stages = 0;
   for (std::size_t k = first; k < n; ++k) {
     if (!active(k)) continue;
-    if (s.pipeline[k].kind == filter_kind::fletcher32)
+    if (s.pipeline[k].kind == codec::kind::fletcher32)
       ++fletchers;
     else
       ++stages;
@@ -31,7 +31,7 @@ inline unit_cache::scratch_need scratch_need_of(const shard_index& s,
   // The last filter undone writes the output when it is not a checksum; every other stage
   // writes a or b in turn, at most the larger of the stored bytes and a compressor's output.
   const std::size_t between =
-      stages - (first < n && s.pipeline[first].kind != filter_kind::fletcher32 ? 1 : 0);
+      stages - (first < n && s.pipeline[first].kind != codec::kind::fletcher32 ? 1 : 0);
   const std::size_t widest =
       std::max<std::size_t>(static_cast<std::size_t>(c.size), s.grid.chunk_bytes + 4 * fletchers);
   unit_cache::scratch_need need;

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "gpufeed/detail/codec/registry.hpp"
 #include "gpufeed/detail/hdf5/library.hpp"
 #include "gpufeed/pack/detail/codecs.hpp"
 #include "gpufeed/pack/detail/output.hpp"
@@ -163,43 +164,48 @@ class hdf5_shard_writer {
   // The filter of `codec` on dcpl (see the top of this file).
   void set_filter(hid_t dcpl, const chunk_codec& codec) const {
     namespace h = detail::hdf5;
-    const auto set = [&](unsigned id, std::vector<unsigned> cd) {
+    const auto set = [&](codec::kind k, std::vector<unsigned> cd) {
+      const int id = codec::filter_id(k);
       h::check(H5Pset_filter(dcpl, id, H5Z_FLAG_OPTIONAL, cd.size(), cd.data()), "H5Pset_filter",
                "cannot set filter " + std::to_string(id), path_);
     };
     switch (codec.kind) {
-      case codec_kind::none:
+      case codec::kind::none:
         return;
-      case codec_kind::deflate:
+      case codec::kind::deflate:
         h::check(H5Pset_deflate(dcpl, static_cast<unsigned>(codec.level)), "H5Pset_deflate",
                  "cannot set deflate", path_);
         return;
-      case codec_kind::lz4:
-        return set(lz4_filter_id, {0});
-      case codec_kind::zstd:
-        return set(zstd_filter_id, {static_cast<unsigned>(codec.level)});
-      case codec_kind::bitshuffle_lz4: {
+      case codec::kind::lz4:
+        return set(codec::kind::lz4, {0});
+      case codec::kind::zstd:
+        return set(codec::kind::zstd, {static_cast<unsigned>(codec.level)});
+      case codec::kind::bitshuffle: {  // its LZ4 mode
         // A registered bitshuffle plugin's set_local prepends {major, minor, element size} to
         // what it is given: hand it the user's two values then, else all five.
-        const htri_t avail = H5Zfilter_avail(bitshuffle_filter_id);
+        const htri_t avail = H5Zfilter_avail(codec::filter_id(codec::kind::bitshuffle));
         h::take_error_stack();
         const unsigned e = static_cast<unsigned>(codec.element_size);
-        if (avail > 0) return set(bitshuffle_filter_id, {0, codec::bitshuffle_lz4});
-        return set(bitshuffle_filter_id, {0, 3, e, 0, codec::bitshuffle_lz4});
+        if (avail > 0) return set(codec::kind::bitshuffle, {0, codec::bitshuffle_lz4});
+        return set(codec::kind::bitshuffle, {0, 3, e, 0, codec::bitshuffle_lz4});
       }
+      default:
+        throw library_error(std::string("pack writes no ") + codec::name_of(codec.kind) +
+                                " filter",
+                            file_context(path_));
     }
   }
 
   // library_error unless the created dataset's bitshuffle parameters are the ones its chunks use.
   void check_filter(const chunk_codec& codec) const {
     namespace h = detail::hdf5;
-    if (codec.kind != codec_kind::bitshuffle_lz4) return;
+    if (codec.kind != codec::kind::bitshuffle) return;
     h::handle dcpl = h::checked(H5Dget_create_plist(data_.get()), H5Pclose, "H5Dget_create_plist",
                                 "no creation property list", path_);
     unsigned flags = 0, cd[8] = {};
     std::size_t n = 8;
-    h::check(H5Pget_filter_by_id2(dcpl.get(), bitshuffle_filter_id, &flags, &n, cd, 0, nullptr,
-                                  nullptr),
+    h::check(H5Pget_filter_by_id2(dcpl.get(), codec::filter_id(codec::kind::bitshuffle), &flags,
+                                  &n, cd, 0, nullptr, nullptr),
              "H5Pget_filter_by_id2", "cannot read back the bitshuffle filter", path_);
     if (n != 5 || cd[2] != codec.element_size || cd[3] != 0 || cd[4] != codec::bitshuffle_lz4)
       throw library_error("the bitshuffle filter's parameters were changed at H5Dcreate",

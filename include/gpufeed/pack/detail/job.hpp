@@ -14,19 +14,20 @@
 
 namespace gpufeed::detail::pack {
 
-// The chunk codec options ask for (deflate_level is compression's older spelling).
-inline chunk_codec codec_of(const pack_options& o, std::size_t element_size = 1) {
-  chunk_codec c;
-  c.kind = o.compression.codec;
-  c.level = o.compression.level;
-  if (c.kind == codec_kind::none && o.deflate_level > 0) {
-    c.kind = codec_kind::deflate;
-    c.level = o.deflate_level;
-  }
-  if (c.level == 0)
-    c.level = c.kind == codec_kind::deflate ? 4 : c.kind == codec_kind::zstd ? 3 : 0;
-  c.element_size = element_size;
+// The compression options ask for, its level filled in (deflate_level is compression's older
+// spelling).
+inline pack_compression compression_of(const pack_options& o) {
+  pack_compression c = o.compression;
+  if (c.codec == pack_codec::none && o.deflate_level > 0)
+    c = {pack_codec::deflate, o.deflate_level};
+  if (c.level == 0) c.level = default_level(c.codec);
   return c;
+}
+
+// The chunk codec options ask for.
+inline chunk_codec codec_of(const pack_options& o, std::size_t element_size = 1) {
+  const pack_compression c = compression_of(o);
+  return chunk_codec{kind_of(c.codec), c.level, element_size};
 }
 
 // The checks pack() and repack_hdf5() share.
@@ -34,15 +35,13 @@ inline void check_common(const pack_options& o) {
   if (o.shard_bytes == 0) throw config_error("pack: shard_bytes must be > 0");
   if (o.deflate_level < 0 || o.deflate_level > 9)
     throw config_error("pack: deflate_level must be 0 (none) to 9");
-  if (o.deflate_level > 0 && o.compression.codec != codec_kind::none)
+  if (o.deflate_level > 0 && o.compression.codec != pack_codec::none)
     throw config_error("pack: set compression or deflate_level, not both");
-  const int most = o.compression.codec == codec_kind::deflate ? 9
-                   : o.compression.codec == codec_kind::zstd  ? 22
-                                                              : 0;
+  const int most = most_level(o.compression.codec);
   if (o.compression.level < 0 || o.compression.level > most)
     throw config_error("pack: compression level " + std::to_string(o.compression.level) +
                        " is out of range for " + to_string(o.compression));
-  if (o.format == shard_format::lmdb && codec_of(o).kind != codec_kind::none)
+  if (o.format == shard_format::lmdb && codec_of(o).kind != codec::kind::none)
     throw config_error("pack: compression (--compress, --deflate) applies to HDF5 shards only");
   if (o.chunk_bytes == 0 || o.chunk_bytes > (std::uint64_t{1} << 30))
     throw config_error("pack: chunk_bytes must be 1 byte to 1 GiB");

@@ -27,7 +27,7 @@ namespace detail::pack {
 inline pack_result run_job(const pack_job& job, const std::filesystem::path& out_dir,
                            const pack_options& o, std::chrono::steady_clock::time_point t0) {
   const bool lmdb = o.format == shard_format::lmdb;
-  const bool compressed = !lmdb && job.codec.kind != codec_kind::none;
+  const bool compressed = !lmdb && job.codec.kind != codec::kind::none;
   const pack_plan plan = make_plan(job.sizes, o.shard_bytes, std::uint64_t{4} << 20,
                                    compressed ? job.chunk_bytes : 0, job.align);
   if (o.cancelled && o.cancelled()) throw_cancelled(out_dir, 0);

@@ -30,7 +30,7 @@ inline void write_shards(const pack_job& job, const pack_plan& plan,
                          std::vector<std::filesystem::path>& written) {
   namespace fs = std::filesystem;
   const bool lmdb = o.format == shard_format::lmdb;
-  const bool compressed = !lmdb && job.codec.kind != codec_kind::none;
+  const bool compressed = !lmdb && job.codec.kind != codec::kind::none;
   pack_progress& prog = meter.state();
   [[maybe_unused]] const auto label = [&](std::uint64_t r) {
     return job.has_labels ? job.labels[r] : 0;
@@ -156,7 +156,7 @@ inline void verify_written(const pack_job& job, const pack_plan& plan, const pac
 inline manifest_data manifest_of(const pack_job& job, const pack_plan& plan,
                                  const pack_result& res, const pack_options& o) {
   const bool lmdb = o.format == shard_format::lmdb;
-  const bool compressed = !lmdb && job.codec.kind != codec_kind::none;
+  const bool compressed = !lmdb && job.codec.kind != codec::kind::none;
   manifest_data m;
   m.format = to_string(o.format);
   m.version = version_string;
@@ -165,9 +165,8 @@ inline manifest_data manifest_of(const pack_job& job, const pack_plan& plan,
   m.bytes = res.bytes;
   m.shard_bytes = o.shard_bytes;
   m.chunk_bytes = compressed ? job.chunk_bytes : 0;
-  m.deflate_level = compressed && job.codec.kind == codec_kind::deflate ? job.codec.level : 0;
-  m.compression = compressed ? to_string(pack_compression{job.codec.kind, job.codec.level})
-                             : "none";
+  m.deflate_level = compressed && job.codec.kind == codec::kind::deflate ? job.codec.level : 0;
+  m.compression = compressed ? to_string(compression_of(o)) : "none";
   m.labels = res.labels;
   m.datum = res.lmdb_datum;
   m.label_names = o.label_names;
