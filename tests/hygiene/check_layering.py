@@ -16,6 +16,7 @@
     locates and opens its shards through it; so is the byte-source seam (detail/io/), which every
     source reads its shards' bytes through. Their headers reach no header of a source format or of
     CUDA, nor the HDF5, LMDB or CUDA libraries' headers, directly or through others.
+  - No header is longer than 350 lines.
 
 Reads include/ below ROOT only (no build).
 
@@ -35,6 +36,7 @@ FORMAT_FREE = {UNIT_CACHE: "the unit cache", "gpufeed/detail/io/": "the byte-sou
                RECORD_SPACE: "the record space"}
 FORMAT_FREE_MAY_NOT_REACH = re.compile(
     r"^gpufeed/(detail/hdf5/|detail/lmdb/|cuda/|hdf5_|lmdb_)")
+MAX_HEADER_LINES = 350  # a header is read in one sitting (docs/design.md, Layout)
 SYSTEM_INCLUDE = re.compile(r"^\s*#\s*include\s+<([^>]+)>")
 FORMAT_LIBRARY = re.compile(r"^(hdf5|H5\w*|lmdb|cuda\w*|cuda/|nvjpeg|nvcomp)")
 
@@ -95,6 +97,10 @@ def main():
     for rel, path in sorted(headers(inc)):
         with open(path, encoding="utf-8") as f:
             text = f.read()
+        lines = text.count("\n")
+        if lines > MAX_HEADER_LINES:
+            problems.append(f"include/{rel}: {lines} lines, more than {MAX_HEADER_LINES}; split it "
+                            "where it holds more than one concept")
         if "/detail/" not in rel and LEAF.search(text):
             for h in includes(path):
                 problems.append(f"include/{rel}: a leaf header includes {h}")
