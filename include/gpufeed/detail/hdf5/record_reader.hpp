@@ -22,13 +22,13 @@
 #include <string>
 #include <vector>
 
-#include "gpufeed/detail/hdf5/band_hold.hpp"
 #include "gpufeed/detail/hdf5/chunk_decoder.hpp"
 #include "gpufeed/detail/hdf5/chunk_keys.hpp"
 #include "gpufeed/detail/hdf5/filters.hpp"
 #include "gpufeed/detail/hdf5/geometry.hpp"
 #include "gpufeed/detail/hdf5/record_plan.hpp"
 #include "gpufeed/detail/hdf5/shard.hpp"
+#include "gpufeed/detail/unit_cache/band_hold.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail::hdf5 {
@@ -222,7 +222,7 @@ class record_reader {
     }
     const std::vector<const std::byte*>& held_ = hold_.bytes();
     struct keep_or_drop {  // keeps a complete band of rows past this record, unless it threw
-      band_hold& h;
+      unit_cache::band_hold& h;
       bool keep;
       ~keep_or_drop() {
         if (keep) h.keep_if_complete();
@@ -276,8 +276,9 @@ class record_reader {
   }
 
   chunk_decoder decoder_;  // reads and decodes one chunk at a time, in its scratch
-  band_hold hold_;  // the chunks of the record's band pinned through pin_ready (null bytes: not
-                    // ready then, read through try_get / get), kept across rows of one band
+  // The chunks of the record's band pinned through pin_ready (null bytes: not ready then, read
+  // through try_get / get), kept across rows of one band.
+  unit_cache::band_hold hold_;
   std::vector<std::size_t> deferred_;      // one record's chunks (plan places) another reader
                                            // was decoding
   // Records read(wait = false) left unfinished, oldest first from next_late_; their chunk

@@ -1,25 +1,24 @@
-// gpufeed — the chunks of one band a reader keeps pinned across consecutive records of it.
+// gpufeed — the decode units of one band that a reader keeps pinned across consecutive records
+// of it (a band: the units one record spans, e.g. every chunk of an HDF5 row of chunks).
 //
-// A row of h5py's automatic chunks spans a band of 64 chunks; pinning them per record took the
-// source's cache mutex twice with 64 table lookups each, for every 16 KiB row: with 14 workers
-// that one mutex bounded the sequential rate far below 14 x the single-thread rate
-// (docs/design.md, "HDF5 compressed chunks"). In sequential order a worker's task reads up to 512 rows of one band, so the
-// reader keeps the band's chunks pinned from one record to the next and counts the reads it
-// served, adding them to the chunks' read counts when it lets go (a pinned chunk is never
-// evicted, so counting late changes no eviction). It lets go when a record needs another band,
-// when the reader goes idle, and when it is destroyed. Holding one band per reader is within
-// the cache budget, which counts one unit per worker (detail/unit_cache/automatic_budget.hpp).
-// Rows that lie in one chunk (pack's shards: 64 rows a chunk) are held the same way, a band of
-// one chunk: their two lock round trips per record kept 14 workers waiting for the lock a
-// quarter of their time.
+// Pinning a record's units per record takes the cache's locks for every record; in sequential
+// order a worker's task reads many records of one band, so the reader keeps the band's units
+// pinned from one record to the next and counts the reads it served, adding them to the units'
+// read counts when it lets go (a pinned unit is never evicted, so counting late changes no
+// eviction; docs/design.md, "HDF5 compressed chunks"). It lets go when a record needs another
+// band, when the reader goes idle, and when it is destroyed. Holding one band per reader is
+// within the cache budget, which counts one unit per worker (automatic_budget.hpp). Records that
+// lie in one unit are held the same way, a band of one unit.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "gpufeed/detail/unit_cache/shared_chunk_cache.hpp"
 
-namespace gpufeed::detail::hdf5 {
+namespace gpufeed::detail::unit_cache {
 
 class band_hold {
  public:
@@ -99,4 +98,4 @@ class band_hold {
   bool held_ = false;
 };
 
-}  // namespace gpufeed::detail::hdf5
+}  // namespace gpufeed::detail::unit_cache
