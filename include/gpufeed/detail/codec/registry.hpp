@@ -14,11 +14,13 @@
 //      the decoder (returns a codec::result), the encoder if pack writes it (throws through
 //      encode_fail), and the GPU decoder line.
 //   3. Here: include the file and add its row to `filters`.
-//   4. Dispatch: detail/hdf5/chunk_decoders.hpp (decode, and compresses()), detail/hdf5/
-//      filter_pipeline.hpp (its cd_values, if it has any), fallback_check.hpp's outer_size (how
-//      its header records the decoded size); for pack, pack/pack_codec.hpp (the --compress name)
-//      and pack/detail/codecs.hpp (kind_of, encode_chunk), pack/detail/hdf5_writer.hpp
-//      (cd_values). The compiler's -Wswitch lists the switches that miss it.
+//   4. Dispatch, where the codec is used: detail/hdf5/chunk_decoders.hpp (decode, compresses()),
+//      detail/hdf5/filter_pipeline.hpp (its case, and its cd_values if it has any),
+//      detail/hdf5/fallback_check.hpp's outer_size (how its header records the decoded size),
+//      detail/hdf5/gpu_chunk_plan.hpp if it has a GPU decoder; for pack, pack/pack_codec.hpp (a
+//      pack_codec value and its --compress name), pack/detail/codecs.hpp (kind_of,
+//      encode_chunk) and pack/detail/hdf5_writer.hpp (set_filter's cd_values). -Wswitch names
+//      filter_pipeline.hpp's switch and kind_of when they miss a value.
 //   5. Tests: tests/hdf5/test_codec_registry.cpp checks the table; fixtures in
 //      tests/hdf5/make_codec_fixtures.py and test_hdf5_codecs.cpp, pack in test_pack_codecs.cpp.
 // The registry needs the codec libraries (the hdf5 component) because the codec files do; the
