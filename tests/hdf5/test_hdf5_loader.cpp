@@ -248,7 +248,7 @@ TEST_CASE("sequential loader over ranks: a rank's block starts mid-chunk, bytes 
 }
 
 TEST_CASE("a record transform over HDF5 shards: its input is the record, its errors name the shard") {
-  static_assert(gpufeed::detail::sharded_source<hdf5_source>);
+  static_assert(gpufeed::detail::loading::sharded_source<hdf5_source>);
   const three_shards d;
   const hdf5_source src(d.paths);
   loader_config c = sequential(50);
