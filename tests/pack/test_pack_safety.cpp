@@ -11,6 +11,7 @@
 #include "gpufeed/detail/pack_directory.hpp"
 #include "gpufeed/hdf5_source.hpp"
 #include "gpufeed/pack/hdf5_extras.hpp"
+#include "fd_count.hpp"
 #include "gpufeed/pack/pack.hpp"
 #include "pack_test_util.hpp"
 #include "test_util.hpp"
@@ -205,7 +206,7 @@ TEST_CASE("unreadable inputs: io_error naming the file; out_dir untouched or cle
   }
 }
 
-TEST_CASE("a file that changes size while packing: io_error, and no shard or temporary stays") {
+TEST_CASE("a file that changes size while packing: io_error, no shard or temporary stays, no descriptor leaks") {
   gpufeed::test::temp_dir dir("shrink");
   std::vector<pack_input> in;
   for (int i = 0; i < 24; ++i) {
@@ -236,6 +237,8 @@ TEST_CASE("a file that changes size while packing: io_error, and no shard or tem
       CHECK(std::string(e.what()).find("changed size") != std::string::npos);
     }
     CHECK(fs::is_empty(out));
+    // The shrunk file is found at open (its size is checked then): its descriptor is closed.
+    CHECK(gpufeed::test::fds_under(fs::canonical(dir / "in")) == 0);
   }
 }
 

@@ -65,11 +65,16 @@ class input_file {
       fd_ = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     } while (fd_ < 0 && errno == EINTR);
     if (fd_ < 0) input_fail("cannot read input file", p, "open", errno);
-    struct stat st {};
-    if (::fstat(fd_, &st) != 0) input_fail("cannot read input file", p, "fstat", errno);
-    if (!S_ISREG(st.st_mode)) input_fail("input is not a regular file", p);
-    if (static_cast<std::uint64_t>(st.st_size) != expected)
-      changed(expected, static_cast<std::uint64_t>(st.st_size));
+    try {  // the destructor does not run for a constructor that throws: close here
+      struct stat st {};
+      if (::fstat(fd_, &st) != 0) input_fail("cannot read input file", p, "fstat", errno);
+      if (!S_ISREG(st.st_mode)) input_fail("input is not a regular file", p);
+      if (static_cast<std::uint64_t>(st.st_size) != expected)
+        changed(expected, static_cast<std::uint64_t>(st.st_size));
+    } catch (...) {
+      ::close(fd_);
+      throw;
+    }
     bytes_ = io::fd_reader(fd_, expected, p.string());
   }
   input_file(const input_file&) = delete;
