@@ -81,6 +81,43 @@ TEST_CASE("resolve_config: automatic knobs get their values, fixed ones win") {
   CHECK(loading::resolve_config<loader_options<>>(fixed_source{}, c, 4).config.workers == 2);
 }
 
+TEST_CASE("resolve_config: automatic prefetch on a GPU target keeps the staging ring in cache") {
+  constexpr std::size_t mib = std::size_t{1} << 20;
+  // max(64 MiB, a quarter of the last-level cache) of slots, 2 to 8.
+  CHECK(loading::auto_prefetch(8 * mib, 0) == 8);
+  CHECK(loading::auto_prefetch(16 * mib, 0) == 4);
+  CHECK(loading::auto_prefetch(16 * mib, 300 * mib) == 4);
+  CHECK(loading::auto_prefetch(16 * mib, 512 * mib) == 8);
+  CHECK(loading::auto_prefetch(64 * mib, 300 * mib) == 2);
+  CHECK(loading::auto_prefetch(1024 * mib, 300 * mib) == 2);
+  CHECK(loading::auto_prefetch(1, 300 * mib) == 8);
+
+  // 100 records of 16 bytes, batches of 10 (160-byte slots); slots of 8 MiB through
+  // slot_data_bytes. The engine factory is never called: resolving builds no engine.
+  const target gpu([]() -> std::unique_ptr<transfer_engine> { return nullptr; }, 0, "fake:0");
+  loader_config c;
+  c.batch_size = 10;
+  c.part = partition{};
+  c.target = gpu;
+  c.slot_data_bytes = 32 * mib;
+  CHECK(loading::resolve_config<loader_options<>>(fixed_source{}, c, 8, 300 * mib)
+            .config.prefetch == 2);
+  c.slot_data_bytes = 4 * mib;
+  CHECK(loading::resolve_config<loader_options<>>(fixed_source{}, c, 8, 300 * mib)
+            .config.prefetch == 8);
+  c.slot_data_bytes = 32 * mib;
+  c.prefetch = 6;  // set by the user: kept
+  CHECK(loading::resolve_config<loader_options<>>(fixed_source{}, c, 8, 300 * mib)
+            .config.prefetch == 6);
+  c.prefetch = 0;  // fixed in the type: kept
+  CHECK(loading::resolve_config<loader_options<dynamic, 5, dynamic>>(fixed_source{}, c, 8,
+                                                                     300 * mib)
+            .config.prefetch == 5);
+  c.target = target::host();  // no copy from pinned slots: the default depth
+  CHECK(loading::resolve_config<loader_options<>>(fixed_source{}, c, 8, 300 * mib)
+            .config.prefetch == 8);
+}
+
 TEST_CASE("resolve_config: a fixed loader_options value cannot be overridden by loader_config") {
   // loader_options are typed values read once into the run-time config (loader_config.hpp): a
   // fixed one is used and loader_config's field of the same name is ignored, not an override.

@@ -2,6 +2,8 @@
 // knob gets its value, and the facts the pipeline needs about the source are read once.
 #pragma once
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -124,6 +126,28 @@ inline std::size_t auto_chunk_grouped(std::size_t batch, std::size_t capacity, s
   return std::clamp<std::size_t>(std::min(8 * base, by_parallelism), base, batch);
 }
 
+// The CPU's last-level cache in bytes (glibc's sysconf; 0 where it does not say).
+inline std::size_t last_level_cache_bytes() noexcept {
+  for (const int name : {_SC_LEVEL4_CACHE_SIZE, _SC_LEVEL3_CACHE_SIZE, _SC_LEVEL2_CACHE_SIZE}) {
+    const long v = ::sysconf(name);
+    if (v > 0) return static_cast<std::size_t>(v);
+  }
+  return 0;
+}
+
+// Prefetch depth for a target that copies from pinned slots, when neither the loader's type nor
+// loader_config sets one: as many slots as fit a staging ring of max(64 MiB, a quarter of the
+// last-level cache), at least 2 (one filling while one copies) and at most 8. Workers write a
+// slot and the copy engine then reads it: while the ring stays in the CPU's cache, the copy reads
+// lines the workers just wrote from the cache, not DRAM, and the workers' writes find their
+// lines there. Deep rings of large batches (64 MiB batches, prefetch 4 or 8) left workers
+// saturated and the loader well short of the link (docs/measurements.md, "Large batches").
+inline constexpr std::size_t staging_ring_floor = std::size_t{64} << 20;
+inline std::size_t auto_prefetch(std::size_t slot_bytes, std::size_t cache_bytes) noexcept {
+  const std::size_t ring = std::max(staging_ring_floor, cache_bytes / 4);
+  return std::clamp<std::size_t>(ring / std::max<std::size_t>(1, slot_bytes), 2, 8);
+}
+
 template <source Source>
 std::size_t slot_data_bytes(const Source& src, const loader_config& c, std::size_t record_bytes) {
   if (c.per_record) return c.per_record.output_bytes() * c.batch_size;  // checked not to overflow
@@ -138,14 +162,16 @@ std::size_t slot_data_bytes(const Source& src, const loader_config& c, std::size
 }
 
 // Validates `c` against `src` and resolves it. `Options` is the loader's loader_options; `cores`
-// the hardware threads (0 if unknown). Throws config_error naming the setting at fault.
+// the hardware threads (0 if unknown), `cache_bytes` the CPU's last-level cache (auto_prefetch).
+// Throws config_error naming the setting at fault.
 template <class Options, source Source>
 pipeline_setup resolve_config(const Source& src, loader_config c,
-                              unsigned cores = std::thread::hardware_concurrency()) {
+                              unsigned cores = std::thread::hardware_concurrency(),
+                              std::size_t cache_bytes = last_level_cache_bytes()) {
   // Default workers: all cores but two, which the planner and the consumer need (as many workers
   // as cores lost time to run-queue waits).
   c.workers = pick(Options::workers, c.workers, cores > 3 ? cores - 2 : 1);
-  c.prefetch = pick(Options::prefetch, c.prefetch, 8);
+  const bool automatic_prefetch = Options::prefetch == dynamic && c.prefetch == 0;
   c.streams = pick(Options::streams, c.streams, 2);
   if (c.batch_size == 0) throw config_error("batch_size must be at least 1");
   if (c.max_held_batches == 0) throw config_error("max_held_batches must be at least 1");
@@ -171,6 +197,9 @@ pipeline_setup resolve_config(const Source& src, loader_config c,
                    : fixed_record_size(src);
   const bool automatic_chunks = c.chunk_records == 0;
   c.slot_data_bytes = slot_data_bytes(src, c, record_bytes);
+  c.prefetch = automatic_prefetch && !c.target.is_host()
+                   ? auto_prefetch(c.slot_data_bytes, cache_bytes)
+                   : pick(Options::prefetch, c.prefetch, 8);
   // Sorting a batch pays only where records share decode work: on units of one record (data
   // that needs no decode) a batch of a window touches each unit once, so the sort (a planner
   // cost per record, on one thread) would order reads that gain nothing from it.
