@@ -32,7 +32,7 @@ inline constexpr std::size_t dynamic = std::numeric_limits<std::size_t>::max();
 //   dynamic                loader_config's field is used; 0 there means the default
 //                          (workers: hardware threads - 2, or 1 on 3 threads or fewer;
 //                          prefetch: 8, or on a GPU target as many batches as fit a staging
-//                          ring of max(64 MiB, a quarter of the CPU's last-level cache), 2 to
+//                          ring of max(64 MiB, a third of the CPU's last-level cache), 2 to
 //                          8; streams: 2).
 // Use them to pin a set-up in a type (the presets below); use loader_config to choose at run time.
 
@@ -100,7 +100,7 @@ struct loader_config {
   error_policy on_error = error_policy::throw_error;
   // Used only where the matching loader_options parameter is `dynamic`; 0 = default
   // (workers: hardware threads - 2; prefetch: 8, or on a GPU target as many batches as fit in
-  // max(64 MiB, a quarter of the CPU's last-level cache), 2 to 8; streams: 2).
+  // max(64 MiB, a third of the CPU's last-level cache), 2 to 8; streams: 2).
   std::size_t workers = 0, prefetch = 0, streams = 0;
   std::size_t max_held_batches = 2;       // batches the consumer may hold at once
   // Record bytes per slot for sources whose records vary; 0 = batch_size x max_record_size().

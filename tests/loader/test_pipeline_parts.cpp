@@ -83,10 +83,11 @@ TEST_CASE("resolve_config: automatic knobs get their values, fixed ones win") {
 
 TEST_CASE("resolve_config: automatic prefetch on a GPU target keeps the staging ring in cache") {
   constexpr std::size_t mib = std::size_t{1} << 20;
-  // max(64 MiB, a quarter of the last-level cache) of slots, 2 to 8.
+  // max(64 MiB, a third of the last-level cache) of slots, 2 to 8.
   CHECK(loading::auto_prefetch(8 * mib, 0) == 8);
   CHECK(loading::auto_prefetch(16 * mib, 0) == 4);
-  CHECK(loading::auto_prefetch(16 * mib, 300 * mib) == 4);
+  CHECK(loading::auto_prefetch(16 * mib, 300 * mib) == 6);
+  CHECK(loading::auto_prefetch(32 * mib, 300 * mib) == 3);
   CHECK(loading::auto_prefetch(16 * mib, 512 * mib) == 8);
   CHECK(loading::auto_prefetch(64 * mib, 300 * mib) == 2);
   CHECK(loading::auto_prefetch(1024 * mib, 300 * mib) == 2);
@@ -99,7 +100,7 @@ TEST_CASE("resolve_config: automatic prefetch on a GPU target keeps the staging 
   c.batch_size = 10;
   c.part = partition{};
   c.target = gpu;
-  c.slot_data_bytes = 32 * mib;
+  c.slot_data_bytes = 64 * mib;
   CHECK(loading::resolve_config<loader_options<>>(fixed_source{}, c, 8, 300 * mib)
             .config.prefetch == 2);
   c.slot_data_bytes = 4 * mib;

@@ -136,15 +136,15 @@ inline std::size_t last_level_cache_bytes() noexcept {
 }
 
 // Prefetch depth for a target that copies from pinned slots, when neither the loader's type nor
-// loader_config sets one: as many slots as fit a staging ring of max(64 MiB, a quarter of the
+// loader_config sets one: as many slots as fit a staging ring of max(64 MiB, a third of the
 // last-level cache), at least 2 (one filling while one copies) and at most 8. Workers write a
 // slot and the copy engine then reads it: while the ring stays in the CPU's cache, the copy reads
 // lines the workers just wrote from the cache, not DRAM, and the workers' writes find their
 // lines there. Deep rings of large batches (64 MiB batches, prefetch 4 or 8) left workers
-// saturated and the loader well short of the link (docs/measurements.md, "Large batches").
+// saturated and the loader well short of the link; 32 MiB batches did best at 3 (docs/measurements.md, "Large batches").
 inline constexpr std::size_t staging_ring_floor = std::size_t{64} << 20;
 inline std::size_t auto_prefetch(std::size_t slot_bytes, std::size_t cache_bytes) noexcept {
-  const std::size_t ring = std::max(staging_ring_floor, cache_bytes / 4);
+  const std::size_t ring = std::max(staging_ring_floor, cache_bytes / 3);
   return std::clamp<std::size_t>(ring / std::max<std::size_t>(1, slot_bytes), 2, 8);
 }
 
