@@ -93,8 +93,8 @@ TEST_CASE("resolve_config: automatic prefetch on a GPU target keeps the staging 
   CHECK(loading::auto_prefetch(1024 * mib, 300 * mib) == 2);
   CHECK(loading::auto_prefetch(1, 300 * mib) == 8);
 
-  // 100 records of 16 bytes, batches of 10 (160-byte slots); slots of 8 MiB through
-  // slot_data_bytes. The engine factory is never called: resolving builds no engine.
+  // 100 records of 16 bytes, batches of 10, with slot_data_bytes setting the slots' size. The
+  // engine factory is never called: resolving builds no engine.
   const target gpu([]() -> std::unique_ptr<transfer_engine> { return nullptr; }, 0, "fake:0");
   loader_config c;
   c.batch_size = 10;

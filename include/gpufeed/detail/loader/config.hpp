@@ -140,8 +140,8 @@ inline std::size_t last_level_cache_bytes() noexcept {
 // last-level cache), at least 2 (one filling while one copies) and at most 8. Workers write a
 // slot and the copy engine then reads it: while the ring stays in the CPU's cache, the copy reads
 // lines the workers just wrote from the cache, not DRAM, and the workers' writes find their
-// lines there. Deep rings of large batches (64 MiB batches, prefetch 4 or 8) left workers
-// saturated and the loader well short of the link; 32 MiB batches did best at 3 (docs/measurements.md, "Large batches").
+// lines there. Rings much larger than that left the workers saturated and the loader short of
+// the link (docs/measurements.md, "Large batches").
 inline constexpr std::size_t staging_ring_floor = std::size_t{64} << 20;
 inline std::size_t auto_prefetch(std::size_t slot_bytes, std::size_t cache_bytes) noexcept {
   const std::size_t ring = std::max(staging_ring_floor, cache_bytes / 3);

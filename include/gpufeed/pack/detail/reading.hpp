@@ -31,6 +31,7 @@
 #include "gpufeed/detail/byte_buffer.hpp"
 #include "gpufeed/detail/io/posix_file.hpp"
 #include "gpufeed/detail/thread_group.hpp"
+#include "gpufeed/detail/unique_handle.hpp"
 #include "gpufeed/pack/detail/codecs.hpp"
 #include "gpufeed/pack/detail/plan.hpp"
 #include "gpufeed/error.hpp"
@@ -61,27 +62,21 @@ struct batch_data {
 class input_file {
  public:
   input_file(const std::filesystem::path& p, std::uint64_t expected) : path_(p) {
+    int fd = -1;
     do {
-      fd_ = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    } while (fd_ < 0 && errno == EINTR);
-    if (fd_ < 0) input_fail("cannot read input file", p, "open", errno);
-    try {  // the destructor does not run for a constructor that throws: close here
-      struct stat st {};
-      if (::fstat(fd_, &st) != 0) input_fail("cannot read input file", p, "fstat", errno);
-      if (!S_ISREG(st.st_mode)) input_fail("input is not a regular file", p);
-      if (static_cast<std::uint64_t>(st.st_size) != expected)
-        changed(expected, static_cast<std::uint64_t>(st.st_size));
-    } catch (...) {
-      ::close(fd_);
-      throw;
-    }
-    bytes_ = io::fd_reader(fd_, expected, p.string());
+      fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0) input_fail("cannot read input file", p, "open", errno);
+    fd_ = descriptor(fd);  // owned from here: closed also when a check below throws
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) input_fail("cannot read input file", p, "fstat", errno);
+    if (!S_ISREG(st.st_mode)) input_fail("input is not a regular file", p);
+    if (static_cast<std::uint64_t>(st.st_size) != expected)
+      changed(expected, static_cast<std::uint64_t>(st.st_size));
+    bytes_ = io::fd_reader(fd, expected, p.string());
   }
-  input_file(const input_file&) = delete;
+  input_file(const input_file&) = delete;  // bytes_ reads fd_: neither copied nor moved
   input_file& operator=(const input_file&) = delete;
-  ~input_file() {
-    if (fd_ >= 0) ::close(fd_);
-  }
 
   // Reads through the byte-source seam; a read that ends early means the file changed size.
   void read(std::byte* dst, std::uint64_t n, std::uint64_t at, std::uint64_t expected) const {
@@ -97,8 +92,13 @@ class input_file {
                    " bytes when listed, " + std::to_string(now) + " now)",
                path_);
   }
+  struct close_fd {
+    static constexpr int null = -1;
+    void operator()(int fd) const noexcept { ::close(fd); }
+  };
+  using descriptor = unique_handle<int, close_fd>;
   std::filesystem::path path_;
-  int fd_ = -1;
+  descriptor fd_;
   io::fd_reader bytes_;  // fd_, read
 };
 
