@@ -316,11 +316,12 @@ class hdf5_source::reader {
   void finish_deferred(std::uint64_t i, std::span<std::byte> dst) { impl_.finish_deferred(i, dst); }
 
   // Decodes ahead, into the shared cache, the chunks records [first, first + count) will read
-  // (the loader's workers do it for block_shuffled's next window), while the cache has room
-  // without evicting chunks still being read. Opens shards not opened yet. Never throws: a
-  // shard or chunk that fails is left to the reads, which report it.
-  void decode_ahead(std::uint64_t first, std::uint64_t count) noexcept {
-    impl_.decode_ahead(first, count);
+  // (the loader's workers do it for block_shuffled's next window) while the cache has room
+  // without evicting chunks still being read and still_ahead() holds (source.hpp). Opens
+  // shards. Never throws: a shard or chunk that fails is left to the reads, which report it.
+  void decode_ahead(std::uint64_t first, std::uint64_t count,
+                    const ahead_of_reads& still_ahead = {}) noexcept {
+    impl_.decode_ahead(first, count, still_ahead);
   }
 
   // Drops this reader's scratch buffers when they hold more than 16 MiB (the shared cache of

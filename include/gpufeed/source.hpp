@@ -63,6 +63,7 @@
 //                                          read.
 #pragma once
 
+#include <atomic>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -184,11 +185,34 @@ auto make_reader(const S& s) {
     return plain_reader<S>(s);
 }
 
+// Whether work decoded ahead for one window is still ahead of that window's reads: false once
+// a worker has begun to read the window's records. From then on its reads may have read a unit
+// whole, and the cache evicted it as spent, so decoding it ahead now would decode it twice in
+// one epoch. A decode_ahead_reader calls it before it enters each unit in its cache, under the
+// lock a read of that unit takes (so no read of the window can slip between the check and the
+// entry), and stops at false. Default-constructed: always ahead.
+class ahead_of_reads {
+ public:
+  ahead_of_reads() noexcept = default;
+  // `begun`: how many windows (counted over epochs) the workers have begun to read; `window`:
+  // the number of the window decoded ahead in that count (epoch * windows per epoch + window).
+  ahead_of_reads(const std::atomic<std::uint64_t>& begun, std::uint64_t window) noexcept
+      : begun_(&begun), window_(window) {}
+  [[nodiscard]] bool operator()() const noexcept {
+    return !begun_ || begun_->load(std::memory_order_acquire) <= window_;
+  }
+
+ private:
+  const std::atomic<std::uint64_t>* begun_ = nullptr;
+  std::uint64_t window_ = 0;
+};
+
 // A per-thread reader that can decode records ahead of their reads into its source's cache:
-// r.decode_ahead(first, count), noexcept (a failure is left to the read, which reports it).
+// r.decode_ahead(first, count, still_ahead), noexcept (a failure is left to the read, which
+// reports it), entering no unit once still_ahead() is false.
 template <class R>
-concept decode_ahead_reader = requires(R& r, std::uint64_t i) {
-  { r.decode_ahead(i, i) } noexcept;
+concept decode_ahead_reader = requires(R& r, std::uint64_t i, const ahead_of_reads& a) {
+  { r.decode_ahead(i, i, a) } noexcept;
 };
 
 // A per-thread reader that need not wait for decoding work another reader has started:

@@ -116,7 +116,7 @@ TEST_CASE("with every chunk pinned, a new chunk is decoded outside the cache, no
   CHECK(holds_chunk(0, a.data()));
   CHECK(holds_chunk(1, b.data()));
   // decode ahead takes only free room and spent chunks: none here
-  CHECK_FALSE(c.decode_ahead(3, 3, chunk, 1, decode_as(3)));
+  CHECK_FALSE(c.decode_ahead(3, 3, chunk, 1, decode_as(3), [] { return true; }));
   CHECK(c.held_bytes() == 2 * chunk);
 }
 

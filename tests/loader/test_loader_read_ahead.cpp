@@ -3,11 +3,13 @@
 // epoch (once more where a resume re-enters a window), before any of its records is read, and
 // at most two windows ahead of the reads; other orders advise nothing. With decode ahead, each
 // unit of the next window is decoded ahead once, in shares spread over this window's batches,
-// and none once the loader's destruction has requested stop.
+// none once the loader's destruction has requested stop, and none once the reads of its window
+// have begun.
 #include <doctest/doctest.h>
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -158,7 +160,7 @@ struct decoding_source : advised_source {
   struct reader {
     const decoding_source* s;
     void read(std::uint64_t i, std::span<std::byte> dst) { s->read(i, dst); }
-    void decode_ahead(std::uint64_t first, std::uint64_t count) noexcept {
+    void decode_ahead(std::uint64_t first, std::uint64_t count, const ahead_of_reads&) noexcept {
       std::lock_guard lock(s->mutex);
       s->log.push_back({true, first, count});
       ++s->decoded;
@@ -244,7 +246,7 @@ struct slow_decoding_source : test::memory_source {
   struct reader {
     const slow_decoding_source* s;
     void read(std::uint64_t i, std::span<std::byte> dst) { s->read(i, dst); }
-    void decode_ahead(std::uint64_t, std::uint64_t) noexcept {
+    void decode_ahead(std::uint64_t, std::uint64_t, const ahead_of_reads&) noexcept {
       s->started.fetch_add(1);
       if (s->stopping.load()) s->started_after_stop.fetch_add(1);
       std::this_thread::sleep_for(std::chrono::milliseconds(40));
@@ -276,4 +278,85 @@ TEST_CASE("destroying the loader: no unit is decoded ahead once stop is requeste
   // Each worker may start one unit between the store above and the destructor's stop request;
   // none after it.
   CHECK(src.started_after_stop.load() <= static_cast<int>(c.workers));
+}
+
+namespace {
+
+// A source whose readers decode ahead through the loader's ahead_of_reads guards: it keeps each
+// window's guard (the window of a unit: window_of), counts the records read while their window's
+// guard still said "ahead" (the loader must mark a window begun before any read of it), and holds
+// the first decode ahead of window `hold` until a record of that window has been read, then
+// notes what the guard says.
+struct guarded_source : test::memory_source {
+  using memory_source::memory_source;
+  struct reader {
+    const guarded_source* s;
+    void read(std::uint64_t i, std::span<std::byte> dst) { s->read(i, dst); }
+    void decode_ahead(std::uint64_t first, std::uint64_t, const ahead_of_reads& a) noexcept {
+      s->decode_ahead(first, a);
+    }
+  };
+  reader make_reader() const { return reader{this}; }
+
+  void read(std::uint64_t i, std::span<std::byte> dst) const {
+    {
+      std::lock_guard lock(mutex);
+      const std::uint64_t w = window_of.at(i / 256);
+      const auto g = guards.find(w);
+      if (g != guards.end() && g->second()) ++read_while_ahead;
+      if (w == hold) ++reads_of_held;
+    }
+    changed.notify_all();
+    memory_source::read(i, dst);
+  }
+  void decode_ahead(std::uint64_t first, const ahead_of_reads& a) const {
+    std::unique_lock lock(mutex);
+    const std::uint64_t w = window_of.at(first / 256);
+    guards.insert_or_assign(w, a);
+    ++calls;
+    ahead_at_call += a();
+    if (w != hold || held) return;
+    held = true;
+    held_ahead_before = a();
+    changed.wait_for(lock, std::chrono::seconds(20), [&] { return reads_of_held > 0; });
+    held_ahead_after = a();
+  }
+
+  std::map<std::uint64_t, std::uint64_t> window_of;  // unit -> its window (epoch 0)
+  std::uint64_t hold = 1;
+  mutable std::mutex mutex;
+  mutable std::condition_variable changed;
+  mutable std::map<std::uint64_t, ahead_of_reads> guards;
+  mutable int calls = 0, ahead_at_call = 0, read_while_ahead = 0, reads_of_held = 0;
+  mutable bool held = false, held_ahead_before = false, held_ahead_after = true;
+};
+static_assert(decode_ahead_reader<guarded_source::reader>);
+
+}  // namespace
+
+TEST_CASE("a decode ahead that runs late stops once the reads of its window have begun") {
+  // 8 units of 256 records, windows of 2: window 1's first unit is decoded ahead by one worker,
+  // held until the other worker has read a record of window 1. Then the guard says the reads
+  // have begun (decoding the unit now could decode twice a chunk they read whole and let go).
+  const std::uint64_t n = 256 * 8;
+  guarded_source src(n, record_bytes);
+  loader_config c = config_of(sample_order::block_shuffled, 2);
+  c.decode_ahead = true;
+  const sampler order = loader<guarded_source>(src, c).batch_sampler();
+  for (std::uint64_t w = 0; w < order.windows_per_epoch(); ++w)
+    order.for_each_window_unit(0, w, [&](std::uint64_t u) { src.window_of[u] = w; });
+  {
+    std::lock_guard lock(src.mutex);
+    src.guards.clear();
+    src.calls = src.ahead_at_call = 0;
+  }
+  REQUIRE(drain(src, c) == n);
+  std::lock_guard lock(src.mutex);
+  CHECK(src.held);
+  CHECK(src.reads_of_held > 0);       // the hold ended by a read, not by its time limit
+  CHECK(src.held_ahead_before);       // the unit was started ahead of its reads ...
+  CHECK_FALSE(src.held_ahead_after);  // ... and is told to stop once they have begun
+  CHECK(src.read_while_ahead == 0);   // no record read while its window's guard said "ahead"
+  CHECK(src.calls >= 3);              // windows 1 to 3, one unit or more each
+  CHECK(src.ahead_at_call >= 3);      // decoding ahead is not stopped where it is in time
 }

@@ -30,6 +30,7 @@
 #include "gpufeed/detail/hdf5/shard.hpp"
 #include "gpufeed/detail/unit_cache/band_hold.hpp"
 #include "gpufeed/error.hpp"
+#include "gpufeed/source.hpp"
 
 namespace gpufeed::detail::hdf5 {
 
@@ -98,19 +99,21 @@ class record_reader {
 
   // Decodes into the shared cache the chunks of every band that local records [lo, hi) of s
   // touch, for reads to come (block_shuffled: the next window's units), while the cache has
-  // room without evicting chunks still being read (shared_chunk_cache::decode_ahead). Never
-  // throws: a chunk that fails to decode is left for the read that needs it, which reports it.
-  void decode_ahead(const shard_index& s, std::uint64_t key_base, std::uint64_t lo,
-                    std::uint64_t hi) noexcept {
+  // room without evicting chunks still being read and still_ahead() says their reads have not
+  // begun (shared_chunk_cache::decode_ahead). False: it stopped for one of those (the caller
+  // decodes nothing further ahead now). Never throws: a chunk that fails to decode is left for
+  // the read that needs it, which reports it.
+  bool decode_ahead(const shard_index& s, std::uint64_t key_base, std::uint64_t lo,
+                    std::uint64_t hi, const ahead_of_reads& still_ahead) noexcept {
     hi = std::min(hi, s.records);
-    if (s.kind != read_kind::chunked || s.pipeline.empty() || lo >= hi) return;
+    if (s.kind != read_kind::chunked || s.pipeline.empty() || lo >= hi) return true;
     const std::uint64_t first = s.blob ? s.offsets[lo] : lo;  // along dimension 0
     const std::uint64_t end = s.blob ? s.offsets[hi] : hi;
-    if (end <= first || s.grid.grid[0] == 0) return;
+    if (end <= first || s.grid.grid[0] == 0) return true;
     const record_plan& rows = s.rows.plan;
     if (!s.blob && s.rows.usable() && rows.runs.size() == rows.chunks() &&
         rows.runs.front().len == s.grid.chunk_bytes)
-      return;  // each row is whole chunks, decoded straight into it: the cache never serves it
+      return true;  // each row is whole chunks, decoded straight into it: the cache never serves it
     const std::uint64_t band_chunks = s.grid.chunk_count / s.grid.grid[0];
     const std::uint64_t b0 = first / s.grid.chunk[0], b1 = (end - 1) / s.grid.chunk[0] + 1;
     try {
@@ -121,11 +124,13 @@ class record_reader {
           if (!cache_->decode_ahead(
                   chunk_group(s, key_base, k), key_base + k, s.grid.chunk_bytes,
                   chunk_users(s, b),
-                  [&](std::span<std::byte> buf) { decoder_.decode(s, c, k, buf, 0); }))
-            return;  // no room: the reads decode the rest
+                  [&](std::span<std::byte> buf) { decoder_.decode(s, c, k, buf, 0); },
+                  still_ahead))
+            return false;  // no room, or the reads began: they decode the rest
         }
     } catch (...) {
     }
+    return true;
   }
 
   // Frees the scratch buffers when they hold more than `keep` bytes (the shared cache stays).

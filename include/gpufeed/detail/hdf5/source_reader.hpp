@@ -18,6 +18,7 @@
 
 #include "gpufeed/detail/hdf5/adjacent_read.hpp"
 #include "gpufeed/detail/hdf5/record_reader.hpp"
+#include "gpufeed/source.hpp"
 #include "gpufeed/detail/hdf5/source_state.hpp"
 #include "gpufeed/detail/shard_lru.hpp"
 #include "gpufeed/error.hpp"
@@ -74,13 +75,17 @@ class source_reader {
   }
 
   // Decodes ahead the chunks records [first, first + count) will read (clipped to the source),
-  // opening their shards. Never throws: what fails is left to the reads, which report it.
-  void decode_ahead(std::uint64_t first, std::uint64_t count) noexcept {
+  // opening their shards, until the cache has no room or still_ahead() is false. Never throws:
+  // what fails is left to the reads, which report it.
+  void decode_ahead(std::uint64_t first, std::uint64_t count,
+                    const ahead_of_reads& still_ahead) noexcept {
     try {
+      bool go_on = true;
       state_->space.for_each_shard_part(
           first, count, [&](std::size_t k, std::uint64_t lo, std::uint64_t hi) {
+            if (!go_on || !still_ahead()) return;
             const auto pin = state_->pin(k);
-            impl_.decode_ahead(state_->shard(k), state_->key_base[k], lo, hi);
+            go_on = impl_.decode_ahead(state_->shard(k), state_->key_base[k], lo, hi, still_ahead);
           });
     } catch (...) {
     }

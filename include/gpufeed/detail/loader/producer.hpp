@@ -88,7 +88,9 @@ class producer {
       slot.meta.on_device = !p.config.target.is_host();
       slot.failures.clear();
       slot.error = nullptr;
-      const auto ahead = read_ahead_.planning(at);
+      const auto planned = read_ahead_.planning(at);
+      const auto& ahead = planned.ahead;
+      slot.reads_mark = planned.reads_mark;
       try {
         if (p.tasks_fill_records)
           plan_batch_shape(p, slot);  // the tasks fill their records (run_task)
@@ -168,6 +170,8 @@ class producer {
         c.read_ns.fetch_add(since_ns(t0), std::memory_order_relaxed);
         continue;
       }
+      // Marked before the first read of the batch's windows: decode-ahead tasks for them stop.
+      read_ahead_.reading(s_.staging[task->slot].reads_mark);
       try {
         run_task(reader, stage, *task, w, late, c, track);
       } catch (...) {

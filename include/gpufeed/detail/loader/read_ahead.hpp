@@ -18,11 +18,18 @@
 // nearly every unit of the window, are copies instead of a burst of decodes that the rest of
 // the pipeline waits behind. Tasks are not part of any batch (a batch never waits for them);
 // the workers decode their units' chunks into the source's cache, never evicting chunks still
-// being read, and what they did not reach is decoded by the reads. loader_config::decode_ahead
-// (the cache then holds two windows); docs/design.md has the measurements.
+// being read, and what they did not reach is decoded by the reads. A task that runs late (its
+// worker descheduled, or busy with a long task) stops once a worker has begun to read the window
+// it decodes ahead (ahead_of_reads, source.hpp): from then on that window's reads may have read
+// a unit whole and let the cache evict it, and decoding it again would be a second decode of it
+// in the epoch. Each batch carries the number of the last window its records lie in, and a
+// worker marks it begun (reading()) before it reads any record of the batch.
+// loader_config::decode_ahead (the cache then holds two windows); docs/design.md has the
+// measurements.
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -55,63 +62,46 @@ class window_read_ahead {
     std::uint64_t epoch = 0, window = 0, first = 0, end = 0;
   };
 
+  // What planning() says of one batch: its share of the next window to decode ahead (none when
+  // there is nothing to decode ahead), and the mark its workers pass to reading() before they
+  // read its records (0: nothing to mark).
+  struct batch_plan {
+    std::optional<ahead_share> ahead;
+    std::uint64_t reads_mark = 0;
+  };
+
   // The planner is about to plan the batch of the round at `at`: advises the kernel when `at`
-  // entered a new window, and returns the batch's share of the next window to decode ahead
-  // (none when there is nothing to decode ahead).
-  std::optional<ahead_share> planning(const sampler_state& at) noexcept {
-    if ((!advise_ && !decode_) || at.position >= order_.records()) return std::nullopt;
+  // entered a new window, and says the batch's share of the next window to decode ahead and
+  // the mark of the windows it reads.
+  batch_plan planning(const sampler_state& at) noexcept {
+    batch_plan b;
+    if ((!advise_ && !decode_) || at.position >= order_.records()) return b;
     try {
-      const std::uint64_t w = order_.window_of(at.epoch, at.position);
-      const bool last = w + 1 >= order_.windows_per_epoch();
-      if (at.epoch != epoch_ || w != window_) {
-        const bool jumped = at.epoch != epoch_ || w != window_ + 1;
-        epoch_ = at.epoch;
-        window_ = w;
-        if (decode_) bounds_ = order_.window_bounds(at.epoch, w);
-        if (advise_) {
-          if (jumped) advise(at.epoch, w);
-          if (!last) advise(at.epoch, w + 1);
-        }
-      }
-      if (!decode_) return std::nullopt;
-      ahead_share a;
-      if (!last) {
-        a.epoch = at.epoch;
-        a.window = w + 1;
-      } else {
-        if (epochs_ && at.epoch + 1 >= epochs_) return std::nullopt;
-        a.epoch = at.epoch + 1;
-        a.window = 0;
-      }
-      // This batch reaches fraction f of window w; decode ahead the slots of the next window up
-      // to f of its units, from where the previous batch's share ended (a window entered by a
-      // jump, e.g. a resume, starts from its first slot).
-      const auto [lo, hi] = bounds_;
-      const std::uint64_t round = std::uint64_t{order_.part().world} * order_.batch_size();
-      const std::uint64_t reach = std::min(hi, at.position + round) - lo;
-      const std::uint64_t units = window_units(a.window);
-      const std::uint64_t upto =
-          reach >= hi - lo ? units
-                           : static_cast<std::uint64_t>(static_cast<long double>(units) *
-                                                        static_cast<long double>(reach) /
-                                                        static_cast<long double>(hi - lo));
-      if (a.epoch != ahead_epoch_ || a.window != ahead_window_) ahead_done_ = 0;
-      ahead_epoch_ = a.epoch;
-      ahead_window_ = a.window;
-      if (upto <= ahead_done_) return std::nullopt;
-      a.first = ahead_done_;
-      a.end = ahead_done_ = upto;
-      return a;
+      b.ahead = share(at, b.reads_mark);
     } catch (...) {
       advise_ = decode_ = false;  // advice only: an order that cannot say its windows gets none
-      return std::nullopt;
+      b = batch_plan{};
+    }
+    return b;
+  }
+
+  // A worker is about to read records of a batch whose planning() gave `mark`: decoding ahead
+  // for the windows up to the batch's last one stops (ahead_of_reads). Before the first read:
+  // a decode ahead that finds a chunk absent under the lock a read of it takes then knows
+  // whether such a read may have come first.
+  void reading(std::uint64_t mark) noexcept {
+    std::uint64_t now = reads_begun_.load(std::memory_order_relaxed);
+    while (now < mark &&
+           !reads_begun_.compare_exchange_weak(now, mark, std::memory_order_release,
+                                               std::memory_order_relaxed)) {
     }
   }
 
   // Decodes ahead slots [first, end) of window w of `epoch` with the worker's reader. The units
   // are listed first and decoded after: the order's lock is not held while chunks decode. Once
   // `stop` is requested (the loader is being destroyed) no further unit starts: work for a
-  // window nobody will read must not hold up the destructor. Never throws.
+  // window nobody will read must not hold up the destructor. Once a worker has begun to read
+  // window w, the reader enters no further chunk (ahead_of_reads). Never throws.
   template <class Reader>
   void decode_ahead(Reader& r, std::uint64_t epoch, std::uint64_t w, std::uint64_t first,
                     std::uint64_t end, const std::stop_token& stop = {}) const noexcept {
@@ -125,9 +115,10 @@ class window_read_ahead {
           ++n;
         });
         const record_units& u = order_.units();
+        const ahead_of_reads still_ahead(reads_begun_, number_of(epoch, w));
         for (const std::uint64_t unit : units) {
-          if (stop.stop_requested()) return;
-          r.decode_ahead(u.begin(unit), u.end(unit) - u.begin(unit));
+          if (stop.stop_requested() || !still_ahead()) return;
+          r.decode_ahead(u.begin(unit), u.end(unit) - u.begin(unit), still_ahead);
         }
       } catch (...) {
       }
@@ -137,6 +128,61 @@ class window_read_ahead {
   }
 
  private:
+  // planning()'s body: may throw (the order's tables).
+  std::optional<ahead_share> share(const sampler_state& at, std::uint64_t& reads_mark) {
+    const std::uint64_t w = order_.window_of(at.epoch, at.position);
+    const bool last = w + 1 >= order_.windows_per_epoch();
+    if (at.epoch != epoch_ || w != window_) {
+      const bool jumped = at.epoch != epoch_ || w != window_ + 1;
+      epoch_ = at.epoch;
+      window_ = w;
+      if (decode_) bounds_ = order_.window_bounds(at.epoch, w);
+      if (advise_) {
+        if (jumped) advise(at.epoch, w);
+        if (!last) advise(at.epoch, w + 1);
+      }
+    }
+    if (!decode_) return std::nullopt;
+    const std::uint64_t round = std::uint64_t{order_.part().world} * order_.batch_size();
+    const std::uint64_t end = std::min(order_.records(), at.position + round);
+    reads_mark = 1 + number_of(at.epoch, end <= bounds_.second ? w
+                                                               : order_.window_of(at.epoch, end - 1));
+    ahead_share a;
+    if (!last) {
+      a.epoch = at.epoch;
+      a.window = w + 1;
+    } else {
+      if (epochs_ && at.epoch + 1 >= epochs_) return std::nullopt;
+      a.epoch = at.epoch + 1;
+      a.window = 0;
+    }
+    // The batch after this one reaches fraction f of window w; decode ahead the slots of the
+    // next window up to f of its units, from where the previous batch's share ended (a window
+    // entered by a jump, e.g. a resume, starts from its first slot). One batch early: the last
+    // share then goes with a batch that reads only window w, not with one that reaches into
+    // the next window (windows need not be aligned to batches), whose reads would stop it.
+    const auto [lo, hi] = bounds_;
+    const std::uint64_t reach = std::min(hi, at.position + 2 * round) - lo;
+    const std::uint64_t units = window_units(a.window);
+    const std::uint64_t upto =
+        reach >= hi - lo ? units
+                         : static_cast<std::uint64_t>(static_cast<long double>(units) *
+                                                      static_cast<long double>(reach) /
+                                                      static_cast<long double>(hi - lo));
+    if (a.epoch != ahead_epoch_ || a.window != ahead_window_) ahead_done_ = 0;
+    ahead_epoch_ = a.epoch;
+    ahead_window_ = a.window;
+    if (upto <= ahead_done_) return std::nullopt;
+    a.first = ahead_done_;
+    a.end = ahead_done_ = upto;
+    return a;
+  }
+
+  // Window w of `epoch` numbered over epochs.
+  [[nodiscard]] std::uint64_t number_of(std::uint64_t epoch, std::uint64_t w) const noexcept {
+    return epoch * order_.windows_per_epoch() + w;
+  }
+
   // Units in window w (the last window of an epoch may be short).
   [[nodiscard]] std::uint64_t window_units(std::uint64_t w) const noexcept {
     const std::uint64_t all = order_.units().size(), per = order_.window();
@@ -159,6 +205,9 @@ class window_read_ahead {
   std::pair<std::uint64_t, std::uint64_t> bounds_;            // its positions (decode ahead)
   std::uint64_t ahead_epoch_ = none, ahead_window_ = none;    // the window decoded ahead
   std::uint64_t ahead_done_ = 0;                              // its slots handed out so far
+  // 1 + the largest number_of() of a window whose reads have begun (0: none yet); raised by the
+  // workers (reading()), read by their decode-ahead tasks.
+  std::atomic<std::uint64_t> reads_begun_{0};
 };
 
 }  // namespace gpufeed::detail::loading

@@ -34,6 +34,9 @@ struct staging_slot {
   // pipeline_setup::sorted_tasks: the batch's positions in record order (rotated per batch);
   // each task reads a range of it, written by the planner before the tasks are queued.
   std::vector<std::size_t> read_order;
+  // Decode ahead: the mark of the windows the batch reads, which its workers pass to
+  // window_read_ahead::reading() before they read (0: none).
+  std::uint64_t reads_mark = 0;
 };
 
 // A batch that is ready for next(): delivered in target slot `slot`, or failed with `error`

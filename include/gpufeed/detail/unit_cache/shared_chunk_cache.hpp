@@ -88,15 +88,20 @@ class shared_chunk_cache {
 
   // Decode ahead: decodes chunk `key` into the cache for reads to come, unless it is cached or
   // being decoded already (true), or there is no room without evicting a chunk that still has
-  // records to serve (false: the caller stops decoding ahead). Only free room and spent chunks
-  // make room, so decoding ahead never costs a decode of the chunks being read now. The chunk
-  // counts as open (no read served yet). Exceptions from decode propagate (nothing cached).
-  template <class Decode>
+  // records to serve, or still_ahead() says the reads it was meant for have begun (false: the
+  // caller stops decoding ahead). Only free room and spent chunks make room, so decoding ahead
+  // never costs a decode of the chunks being read now. still_ahead() is called under the stripe
+  // lock a read of the chunk takes: when it says true, no read of the chunk's window has looked
+  // for it yet, so none decoded it, read it whole and had it evicted before this entry (which
+  // would make this a second decode). The chunk counts as open (no read served yet).
+  // Exceptions from decode propagate (nothing cached).
+  template <class Decode, class Ahead>
   bool decode_ahead(std::uint64_t group, std::uint64_t key, std::size_t bytes, std::uint64_t users,
-                    Decode&& decode) {
+                    Decode&& decode, const Ahead& still_ahead) {
     stripe& s = table_.stripe_of(group);
     std::unique_lock lock(s.mutex);
     if (s.table.count(key)) return true;
+    if (!still_ahead()) return false;
     entry& e = stripe_table::enter(s, key, bytes, users);
     lock.unlock();
     std::unique_ptr<std::byte[]> reused;
