@@ -160,7 +160,11 @@ result run_gpufeed(const Source& src, const dataset& d, const params& p, const r
   r.pinned_bytes = s1.pinned_bytes;
   r.case_name = !spec.case_name.empty()
                     ? spec.case_name
-                    : "gpufeed/" + d.name() + (r.order == "sequential" ? "/seq" : "") + "/w" +
+                    : "gpufeed/" + d.name() +
+                          (r.order == "sequential"       ? "/seq"
+                           : r.order == "block_shuffled" ? "/block"
+                                                         : "") +
+                          "/w" +
                           std::to_string(r.workers) + "/p" + std::to_string(r.prefetch) +
                           (p.device ? "/s" + std::to_string(r.streams) : "");
   r.extra["host_slot_bytes"] = s1.host_slot_bytes;

@@ -19,6 +19,8 @@ struct options {
   std::string trace, peer;
   std::vector<std::size_t> record_sizes{1024, 16384, 262144};
   std::vector<std::string> formats{"hdf5", "hdf5-deflate", "lmdb"};
+  // Orders swept on the uncompressed (hdf5, lmdb) data sets; hdf5-deflate runs sequential.
+  std::vector<std::string> orders{"shuffled"};
   std::vector<std::size_t> workers{1, 2, 4, 8, 12, 16}, prefetch{2, 4, 8};
   std::size_t streams = 2;
   double dataset_mib = 1280, batch_mib = 8, case_seconds = 1.5;
@@ -72,6 +74,10 @@ inline void add_options(CLI::App& app, options& o) {
   app.add_option("--record-sizes", o.record_sizes, "record sizes in bytes")->delimiter(',');
   app.add_option("--formats", o.formats, "hdf5, hdf5-deflate, lmdb")->delimiter(',')
       ->check(CLI::IsMember({"hdf5", "hdf5-deflate", "lmdb"}));
+  app.add_option("--orders", o.orders,
+                 "orders swept on the hdf5 and lmdb data sets (default shuffled; hdf5-deflate "
+                 "runs sequential)")
+      ->delimiter(',')->check(CLI::IsMember({"shuffled", "sequential", "block_shuffled"}));
   app.add_option("--workers", o.workers, "worker counts (capped at hardware threads)")->delimiter(',');
   app.add_option("--prefetch", o.prefetch, "prefetch depths")->delimiter(',');
   app.add_option("--streams", o.streams, "CUDA streams per loader")->check(CLI::Range(1, 32));
@@ -85,8 +91,8 @@ inline void add_options(CLI::App& app, options& o) {
       ->check(CLI::Range(4, 1 << 24));
   app.add_option("--overlap-sizes", o.overlap_sizes, "record sizes of the overlap cases")->delimiter(',');
   app.add_option("--repeats", o.repeats,
-                 "runs of the best configuration per HDF5/LMDB shuffled data set and of each naive "
-                 "case; median and range reported (default 3; 1: single runs, no repeats)")
+                 "runs of the best configuration per HDF5/LMDB data set and order and of each "
+                 "naive case; median and range reported (default 3; 1: single runs, no repeats)")
       ->check(CLI::Range(1, 99));
   app.add_option("--naive-threads", o.naive_threads,
                  "thread counts of the multi-threaded naive batch loop (default 4,16; capped)")

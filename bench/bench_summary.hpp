@@ -114,14 +114,14 @@ inline summary summarise(const std::vector<result>& rs, const std::vector<nlohma
   };
   auto q = [](const result* r) { return r ? quoted_gb_per_s(*r) : 0.0; };
   auto times = [&](double g, const result* n) { return q(n) > 0 ? g / q(n) : 0.0; };
-  s.lines.push_back("record  dataset        order      gpufeed GB/s (range)          best config   "
+  s.lines.push_back("record  dataset        order          M rec/s gpufeed GB/s (range)          best config   "
                     "x naive/rec  x naive/batch  x naive/batch-tN  limit GB/s (same threads) x limit");
   for (const auto& [rec, _] : sizes) {
     const result* nrec = naive_case(rec, "per_record", false);
     const result* nbat = naive_case(rec, "per_batch", false);
     const result* nthr = naive_case(rec, "per_batch", true);
     for (const char* f : {"hdf5", "hdf5-deflate", "lmdb"})
-      for (const char* order : {"shuffled", "sequential"}) {
+      for (const char* order : {"shuffled", "sequential", "block_shuffled"}) {
         const result* g = gpufeed_case(rec, f, order);
         if (!g) continue;
         const std::string kind = std::string(f) == "lmdb" ? "limit:lmdb_raw" : "limit:pread";
@@ -135,8 +135,9 @@ inline summary summarise(const std::vector<result>& rs, const std::vector<nlohma
         const double gg = quoted_gb_per_s(*g);
         const std::string range = quoted_range(*g);
         std::snprintf(buf, sizeof buf,
-                      "%-7s %-14s %-10s %8.3f %-22s %-13s %10.1fx %13.1fx %16.1fx  %10.3f %-14s %7.2f",
-                      size_name(rec).c_str(), f, order, gg, range.c_str(), config.c_str(),
+                      "%-7s %-14s %-14s %7.2f %8.3f %-22s %-13s %10.1fx %13.1fx %16.1fx  %10.3f %-14s %7.2f",
+                      size_name(rec).c_str(), f, order, gg * 1e3 / static_cast<double>(rec), gg,
+                      range.c_str(), config.c_str(),
                       times(gg, nrec), times(gg, nbat), times(gg, nthr), has_limit ? gb(lim) : 0.0,
                       has_limit ? lim->loader.substr(6).c_str() : "-",
                       has_limit && gb(lim) > 0 ? gg / gb(lim) : 0.0);
@@ -149,6 +150,7 @@ inline summary summarise(const std::vector<result>& rs, const std::vector<nlohma
         row.order = order;
         row.extra["gpufeed_case"] = g->case_name;
         row.extra["gpufeed_gb_per_s"] = gg;
+        row.extra["gpufeed_records_per_s"] = gg * 1e9 / static_cast<double>(rec);
         row.extra["gpufeed_runs"] = g->extra.value("repeats", 1);
         row.extra["gpufeed_min_gb_per_s"] = g->extra.value("min_gb_per_s", gg);
         row.extra["gpufeed_max_gb_per_s"] = g->extra.value("max_gb_per_s", gg);

@@ -227,15 +227,16 @@ class bench_run {
   // The sweep's best configuration, run --repeats more times: the median and range the summary
   // quotes (the sweep's best single run is picked for being high; these runs are not).
   template <class Source>
-  void headline(const Source& src, const dataset& d) {
+  void headline(const Source& src, const dataset& d, gpufeed::sample_order order) {
     if (opt_.repeats < 2) return;
     const result* best = best_of(results_, [&](const result& r) {
-      return r.loader == "gpufeed" && r.dataset == d.name() && r.order == "shuffled" &&
+      return r.loader == "gpufeed" && r.dataset == d.name() && r.order == gpufeed::to_string(order) &&
              r.case_name.rfind("gpufeed/", 0) == 0;
     });
     if (!best) return;
     run_spec spec;
     spec.at = sweep_point{best->workers, best->prefetch, opt_.streams};
+    spec.order = order;
     result r = repeated(opt_.repeats, [&] { return run_gpufeed(src, d, p_, spec); });
     r.case_name += "/median";
     r.extra["headline"] = true;
@@ -288,21 +289,36 @@ class bench_run {
     add(run_gpufeed(src, d, p_, spec));
   }
 
+  // The sweep and its repeated best configuration in each of --orders.
+  template <class Source>
+  void sweep_orders(const Source& src, const dataset& d) {
+    for (const auto& name : opt_.orders) {
+      const gpufeed::sample_order order = order_named(name);
+      sweep_source(src, d, order);
+      headline(src, d, order);
+    }
+  }
+
+  static gpufeed::sample_order order_named(const std::string& name) {
+    for (auto o : {gpufeed::sample_order::shuffled, gpufeed::sample_order::sequential,
+                   gpufeed::sample_order::block_shuffled})
+      if (name == gpufeed::to_string(o)) return o;
+    throw std::runtime_error("unknown order " + name);
+  }
+
   void sweep(const dataset& d) {
     const auto t0 = clock_type::now();
     if (d.fmt == format::lmdb) {
       const gpufeed::lmdb_source src(d.path);
       say("opened " + d.name() + " as lmdb_source in " + fmt("%.1f ms", seconds_since(t0) * 1e3));
       populate(src, d);
-      sweep_source(src, d, gpufeed::sample_order::shuffled);
-      headline(src, d);
+      sweep_orders(src, d);
     } else {
       const gpufeed::hdf5_source src(d.path);
       say("opened " + d.name() + " as hdf5_source in " + fmt("%.1f ms", seconds_since(t0) * 1e3) +
           ", read path " + gpufeed::to_string(src.shards()[0].read_path));
       if (d.fmt == format::hdf5) {
-        sweep_source(src, d, gpufeed::sample_order::shuffled);
-        headline(src, d);
+        sweep_orders(src, d);
       } else {
         sweep_source(src, d, gpufeed::sample_order::sequential);
         aligned_chunks(src, d);

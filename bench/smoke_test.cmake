@@ -4,12 +4,12 @@
 # records, stall fraction in [0, 1]; a first batch holds batch_size records, or the whole source
 # when smaller; pinned_epochs read whole epochs), and that the run produced the naive (per
 # record, per batch on 1 and 2 threads), gpufeed, limit, first-batch and pinned-epochs cases, the
-# repeated cases' spread and the summary rows.
+# repeated cases' spread and the summary rows, in shuffled and block_shuffled order.
 #   cmake -DBENCH=<gpufeed-bench> -DDATA_DIR=<dir> -P smoke_test.cmake
 cmake_minimum_required(VERSION 3.25)
 execute_process(
   COMMAND "${BENCH}" --tiny --quick --target host --json --data-dir "${DATA_DIR}"
-          --record-sizes 1024,16384,262144 --overlap-sizes 16384
+          --record-sizes 1024,16384,262144 --overlap-sizes 16384 --orders shuffled,block_shuffled
   OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "gpufeed-bench exited with ${rc}\n${err}")
@@ -114,7 +114,8 @@ foreach(want naive gpufeed limit:pread limit:lmdb_raw target info)
 endforeach()
 foreach(prefix "gpufeed/hdf5/" "gpufeed/hdf5-deflate/" "gpufeed/lmdb/" "overlap/" "first_batch/"
                "pinned_epochs/" "naive/16KiB/batch/t1" "naive/16KiB/batch/t2" "summary/hdf5/16KiB"
-               "summary/lmdb/16KiB")
+               "summary/lmdb/16KiB" "gpufeed/hdf5/16KiB/block/" "gpufeed/lmdb/16KiB/block/"
+               "summary/hdf5/16KiB/block_shuffled" "summary/lmdb/16KiB/block_shuffled")
   set(found FALSE)
   foreach(c IN LISTS cases)
     string(FIND "${c}" "${prefix}" at)
