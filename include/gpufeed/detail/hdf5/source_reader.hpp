@@ -18,10 +18,10 @@
 
 #include "gpufeed/detail/hdf5/adjacent_read.hpp"
 #include "gpufeed/detail/hdf5/record_reader.hpp"
-#include "gpufeed/source.hpp"
 #include "gpufeed/detail/hdf5/source_state.hpp"
 #include "gpufeed/detail/shard_lru.hpp"
 #include "gpufeed/error.hpp"
+#include "gpufeed/source.hpp"
 
 namespace gpufeed::detail::hdf5 {
 
