@@ -150,7 +150,7 @@ result run_gpufeed(const Source& src, const dataset& d, const params& p, const r
   r.loader = "gpufeed";
   r.target = p.target();
   r.dataset = d.name();
-  r.format = format_name(d.fmt);
+  r.format = d.label();
   r.order = gpufeed::to_string(spec.order);
   r.record_bytes = d.record_bytes;
   r.workers = s1.worker_count;
@@ -271,7 +271,7 @@ result pinned_over_epochs(const Source& src, const dataset& d, const params& p,
   r.loader = "gpufeed";
   r.target = p.target();
   r.dataset = d.name();
-  r.format = format_name(d.fmt);
+  r.format = d.label();
   r.order = "shuffled";
   r.record_bytes = d.record_bytes;
   r.workers = at.workers;

@@ -94,9 +94,13 @@ struct dataset {
   std::uint64_t records = 0;
   std::uint64_t chunk_rows = 0;  // hdf5-deflate only
   fs::path path;                 // .h5 file, or the LMDB environment's directory
-  [[nodiscard]] std::string name() const {
-    return std::string(format_name(fmt)) + "/" + size_name(record_bytes);
+  // hdf5 only: how the source reads it, when not automatic ("pread", "map": hdf5_options::reads)
+  std::string reads;
+  // The format as results name it: "hdf5-pread" for hdf5 read with pread, and so on.
+  [[nodiscard]] std::string label() const {
+    return std::string(format_name(fmt)) + (reads.empty() ? "" : "-" + reads);
   }
+  [[nodiscard]] std::string name() const { return label() + "/" + size_name(record_bytes); }
   [[nodiscard]] std::string stamp() const {
     std::ostringstream o;
     o << "gpufeed-bench data v1 format=" << format_name(fmt) << " records=" << records

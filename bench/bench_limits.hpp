@@ -3,16 +3,21 @@
 //   pread           T threads pread random records of the HDF5 contiguous file (its record size,
 //                   at the dataset's byte offset) into a batch-sized buffer each (pinned on the
 //                   device target): the ceiling for hdf5_source
+//   mmap            T threads memcpy random records out of a read-only map of the same file (every
+//                   page touched first): the ceiling for hdf5_source reading through its map,
+//                   the host's parallel copy rate for that record size
 //   lmdb raw        T threads: mdb_get of a random key + memcpy of the value into the buffer, one
 //                   read transaction per thread, map populated first: the ceiling for lmdb_source
 #pragma once
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <hdf5.h>
 #include <lmdb.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <latch>
 #include <memory>
 #include <string>
@@ -119,6 +124,32 @@ inline result limit_pread(const dataset& d, unsigned threads, const params& p,
     return limit_result("pread", d, threads, n, s, p);
   } catch (...) {
     ::close(fd);
+    throw;
+  }
+}
+
+inline result limit_mmap(const dataset& d, unsigned threads, const params& p,
+                         std::pmr::memory_resource* mr) {
+  const std::uint64_t base = hdf5_data_offset(d.path);
+  const int fd = ::open(d.path.c_str(), O_RDONLY);
+  if (fd < 0) fail("cannot open " + d.path.string());
+  const auto size = static_cast<std::size_t>(::lseek(fd, 0, SEEK_END));
+  void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (map == MAP_FAILED) fail("cannot map " + d.path.string());
+  const auto* bytes = static_cast<const std::byte*>(map);
+  for (std::size_t at = 0; at < size; at += 4096)  // every page faulted in before the timing
+    (void)*static_cast<const volatile std::byte*>(bytes + at);
+  const std::size_t rec = d.record_bytes;
+  try {
+    auto [n, s] = timed_parallel(
+        threads, p.case_seconds, d.records, rec, std::max(rec, p.batch_bytes), mr,
+        [] { return 0; },
+        [&](int&, std::uint64_t i, std::byte* dst) { std::memcpy(dst, bytes + base + i * rec, rec); });
+    ::munmap(map, size);
+    return limit_result("mmap", d, threads, n, s, p);
+  } catch (...) {
+    ::munmap(map, size);
     throw;
   }
 }

@@ -21,6 +21,9 @@ struct options {
   std::vector<std::string> formats{"hdf5", "hdf5-deflate", "lmdb"};
   // Orders swept on the uncompressed (hdf5, lmdb) data sets; hdf5-deflate runs sequential.
   std::vector<std::string> orders{"shuffled"};
+  // How the hdf5 data sets are read (hdf5_options::reads): automatic, pread, map; each one given
+  // is swept (its results' format: hdf5, hdf5-pread, hdf5-map).
+  std::vector<std::string> hdf5_reads{"automatic"};
   std::vector<std::size_t> workers{1, 2, 4, 8, 12, 16}, prefetch{2, 4, 8};
   std::size_t streams = 2;
   double dataset_mib = 1280, batch_mib = 8, case_seconds = 1.5;
@@ -78,6 +81,10 @@ inline void add_options(CLI::App& app, options& o) {
                  "orders swept on the hdf5 and lmdb data sets (default shuffled; hdf5-deflate "
                  "runs sequential)")
       ->delimiter(',')->check(CLI::IsMember({"shuffled", "sequential", "block_shuffled"}));
+  app.add_option("--hdf5-reads", o.hdf5_reads,
+                 "how the hdf5 data sets are read, each swept: automatic (default; a memory map "
+                 "for uncompressed data), pread, map")
+      ->delimiter(',')->check(CLI::IsMember({"automatic", "pread", "map"}));
   app.add_option("--workers", o.workers, "worker counts (capped at hardware threads)")->delimiter(',');
   app.add_option("--prefetch", o.prefetch, "prefetch depths")->delimiter(',');
   app.add_option("--streams", o.streams, "CUDA streams per loader")->check(CLI::Range(1, 32));

@@ -120,11 +120,15 @@ inline summary summarise(const std::vector<result>& rs, const std::vector<nlohma
     const result* nrec = naive_case(rec, "per_record", false);
     const result* nbat = naive_case(rec, "per_batch", false);
     const result* nthr = naive_case(rec, "per_batch", true);
-    for (const char* f : {"hdf5", "hdf5-deflate", "lmdb"})
+    for (const char* f : {"hdf5", "hdf5-pread", "hdf5-map", "hdf5-deflate", "lmdb"})
       for (const char* order : {"shuffled", "sequential", "block_shuffled"}) {
         const result* g = gpufeed_case(rec, f, order);
         if (!g) continue;
-        const std::string kind = std::string(f) == "lmdb" ? "limit:lmdb_raw" : "limit:pread";
+        // The limit of the same read: lmdb's mdb_get, a memory map's memcpy, or pread.
+        const std::string fs = f;
+        const std::string kind = fs == "lmdb" ? "limit:lmdb_raw"
+                                 : fs == "hdf5-pread" || fs == "hdf5-deflate" ? "limit:pread"
+                                                                                : "limit:mmap";
         const result* lim = best_of(rs, [&](const result& r) {
           return r.loader == kind && r.record_bytes == rec && r.workers == g->workers;
         });

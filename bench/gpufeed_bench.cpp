@@ -181,21 +181,26 @@ class bench_run {
     std::pmr::memory_resource* mr = p_.device ? p_.device->pinned() : gpufeed::pageable_resource::instance();
     for (const auto& d : datasets_) {
       if (d.fmt == format::hdf5)
-        for (std::size_t w : opt_.workers) add(limit_pread(d, static_cast<unsigned>(w), p_, mr));
+        for (std::size_t w : opt_.workers) {
+          add(limit_pread(d, static_cast<unsigned>(w), p_, mr));
+          add(limit_mmap(d, static_cast<unsigned>(w), p_, mr));
+        }
       if (d.fmt == format::lmdb)
         for (auto& r : limit_lmdb(d, opt_.workers, p_, mr)) add(std::move(r));
     }
   }
 
-  // One untimed sequential epoch through a loader, so the LMDB source's map is populated (page
-  // faults of a fresh mapping are a first-epoch cost, not the steady state being measured).
-  void populate(const gpufeed::lmdb_source& src, const dataset& d) {
+  // One untimed sequential epoch through a loader, so the source's map (LMDB's, a mapped HDF5
+  // shard's) is populated (page faults of a fresh mapping are a first-epoch cost, not the steady
+  // state being measured).
+  template <class Source>
+  void populate(const Source& src, const dataset& d) {
     const auto t0 = clock_type::now();
     gpufeed::loader_config c = make_config(p_, p_.batch_records(d.record_bytes, d.records),
                                            sweep_point{opt_.workers.back(), 4, opt_.streams},
                                            gpufeed::sample_order::sequential);
     c.epochs = 1;
-    gpufeed::loader<gpufeed::lmdb_source, dynamic_options> l(src, c);
+    gpufeed::loader<Source, dynamic_options> l(src, c);
     std::uint64_t n = 0;
     while (auto b = l.next()) n += b->size();
     say(d.name() + ": one untimed epoch (" + std::to_string(n) + " records, " +
@@ -313,13 +318,26 @@ class bench_run {
       say("opened " + d.name() + " as lmdb_source in " + fmt("%.1f ms", seconds_since(t0) * 1e3));
       populate(src, d);
       sweep_orders(src, d);
+    } else if (d.fmt == format::hdf5) {
+      for (const auto& reads : opt_.hdf5_reads) {  // each read method asked, as its own format
+        dataset v = d;
+        gpufeed::hdf5_options o;
+        if (reads == "pread") o.reads = gpufeed::hdf5_options::read_method::pread;
+        if (reads == "map") o.reads = gpufeed::hdf5_options::read_method::map;
+        if (reads != "automatic") v.reads = reads;
+        const auto t1 = clock_type::now();
+        const gpufeed::hdf5_source src(d.path, o);
+        say("opened " + v.name() + " as hdf5_source in " + fmt("%.1f ms", seconds_since(t1) * 1e3) +
+            ", read path " + gpufeed::to_string(src.shards()[0].read_path) +
+            (src.shards()[0].mapped ? " (memory map)" : " (pread)"));
+        if (src.shards()[0].mapped) populate(src, v);
+        sweep_orders(src, v);
+      }
     } else {
       const gpufeed::hdf5_source src(d.path);
       say("opened " + d.name() + " as hdf5_source in " + fmt("%.1f ms", seconds_since(t0) * 1e3) +
           ", read path " + gpufeed::to_string(src.shards()[0].read_path));
-      if (d.fmt == format::hdf5) {
-        sweep_orders(src, d);
-      } else {
+      {
         sweep_source(src, d, gpufeed::sample_order::sequential);
         aligned_chunks(src, d);
         shuffled_chunks(src, d);

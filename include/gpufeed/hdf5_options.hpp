@@ -65,6 +65,18 @@ struct hdf5_options {
   // the pread paths). A shard being read is never closed: the bound may be exceeded by one shard
   // per reading thread. 0: no bound (every opened shard stays open).
   std::size_t max_open_shards = 256;
+  // How gpufeed reads a shard's bytes itself (the H5Dread fallback reads through HDF5 either way):
+  //   automatic (default)  through a read-only memory map for shards whose records need no
+  //                        decoding (contiguous data, chunks without filters): a record is then a
+  //                        copy out of the page cache, not a system call; pread(2) for shards of
+  //                        compressed chunks, read a chunk (a MiB or so) at a time, where a map
+  //                        saves nothing
+  //   pread                pread(2) for every shard
+  //   map                  the memory map for every shard
+  // A file truncated while mapped is an io_error naming file and record, never SIGBUS or zeros
+  // (detail/io/mapped_file.hpp). hdf5_shard_info::mapped says what a shard uses.
+  enum class read_method { automatic, pread, map };
+  read_method reads = read_method::automatic;
 };
 
 enum class hdf5_read_path { pread_raw, pread_decode, h5dread_fallback };
@@ -95,6 +107,7 @@ struct hdf5_shard_info {
   // Named read_path, not path: `path` is the file.
   hdf5_read_path read_path = hdf5_read_path::pread_raw;
   std::string fallback_reason;   // why h5dread_fallback, else empty
+  bool mapped = false;           // read through a memory map (hdf5_options::reads)
   std::uint64_t data_bytes = 0;  // decoded bytes of all records in this shard
   std::string label_dataset;     // the label dataset read from this shard, empty when none
   bool opened = true;  // false: not opened yet (lazy): only path, place and records are known

@@ -36,7 +36,7 @@
 // throws corrupt_error. A data file truncated while open (by someone else: LMDB never shrinks
 // it) is an io_error naming file and record, never SIGBUS: its size is checked whenever a read
 // transaction starts (once per batch for the loader's readers), and the reads from the map run
-// under a SIGBUS guard (detail/lmdb/fault_guard.hpp: a process-wide SIGBUS handler, installed
+// under a SIGBUS guard (detail/io/map_fault_guard.hpp: a process-wide SIGBUS handler, installed
 // on the first read, that chains to the previous one for faults that are not gpufeed's).
 // Records whose pages are still in the file keep reading correctly. make_reader() gives each worker its own transactions (one per shard,
 // begun on first use), reset by idle() and renewed on the next read; read() on the source itself

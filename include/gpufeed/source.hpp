@@ -236,6 +236,19 @@ concept run_reader = requires(R& r, std::uint64_t i, std::span<const std::span<s
   { r.read_run(i, dst) } -> std::convertible_to<std::size_t>;
 };
 
+// A per-thread reader whose reads stand only once confirmed (a read from a memory map of a file
+// truncated meanwhile copies zeros from its last page, with no error), by default each read
+// by itself. After r.confirm_later() (noexcept) it confirms in groups: r.confirm_reads()
+// (noexcept) says whether every read since its last call stands; when it says false,
+// r.confirm(i) throws, for a record i read since, i's error when i's read does not stand. The
+// loader confirms after each task, before the batch is delivered.
+template <class R>
+concept confirming_reader = requires(R& r, std::uint64_t i) {
+  { r.confirm_later() } noexcept;
+  { r.confirm_reads() } noexcept -> std::convertible_to<bool>;
+  r.confirm(i);
+};
+
 // Calls r.idle() when the reader defines it.
 template <class R>
 void reader_idle(R& r) noexcept {

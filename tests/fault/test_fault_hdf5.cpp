@@ -1,5 +1,7 @@
-// Fault injection (run under fault_shim.c via LD_PRELOAD) against HDF5 shards on the three read
-// paths: raw pread (contiguous), pread + gzip decode (chunked deflate) and the H5Dread fallback
+// Fault injection (run under fault_shim.c via LD_PRELOAD, which fails pread and preadv: the
+// sources read with pread, hdf5_options::reads; a memory map's faults are test_hdf5_truncate's)
+// against HDF5 shards on the three read paths: raw pread (contiguous), pread + gzip decode
+// (chunked deflate) and the H5Dread fallback
 // (a 24-bit-precision integer type HDF5 must convert). Short reads and EINTR are byte-exact with
 // no error; EIO and early EOF are io_error naming the file and record, under every error policy
 // of the loader, and every record is delivered (byte-exact) or reported, exactly once.
@@ -24,6 +26,13 @@ using gpufeed::test::dataset_spec;
 using gpufeed::test::h5_file;
 
 namespace {
+// The shim fails system calls: read with pread even where a memory map is the default.
+gpufeed::hdf5_options pread_options() {
+  gpufeed::hdf5_options o;
+  o.reads = gpufeed::hdf5_options::read_method::pread;
+  return o;
+}
+
 // 64-byte records; 256 KiB, more than libhdf5's 64 KiB sieve buffer (the fallback reads that much)
 constexpr std::size_t rows = 4000, cols = 16;
 
@@ -80,7 +89,7 @@ TEST_CASE("short reads and EINTR on every other read are byte-exact, with no err
       CAPTURE(mode);
       const auto p = write_shard(dir.path(), k).string();
       fc.arm(p, mode, 0, 2);  // from the first read on, opening included
-      hdf5_source src(p);
+      hdf5_source src(p, pread_options());
       CHECK(src.shards()[0].read_path == expected_path(k));
       auto r = src.make_reader();
       std::vector<std::byte> buf(src.max_record_size());
@@ -108,7 +117,7 @@ TEST_CASE("EIO and early EOF while opening are io_error naming the file") {
         CAPTURE(after);
         fc.arm(p, mode, after);
         try {
-          hdf5_source src(p);
+          hdf5_source src(p, pread_options());
           CHECK(fc.injected() == 0);  // opened: then the fault came after all of open's reads
         } catch (const io_error& e) {
           CHECK(e.file() == p);
@@ -133,7 +142,7 @@ TEST_CASE("one EIO on the fallback path: that record fails, the records after it
       CAPTURE(mode);
       const auto p = write_shard(dir.path(), k).string();
       fc.watch(p);
-      hdf5_source src(p);
+      hdf5_source src(p, pread_options());
       fc.arm(p, mode, 1);
       auto r = src.make_reader();
       std::vector<std::byte> buf(src.max_record_size());
@@ -170,7 +179,7 @@ TEST_CASE("EIO and early EOF every 7th read, under every error policy: exact set
         CAPTURE(static_cast<int>(policy));
         const auto p = write_shard(dir.path(), k).string();
         fc.watch(p);
-        hdf5_source src(p);
+        hdf5_source src(p, pread_options());
         fc.arm(p, mode, 2, 7);
         loader<hdf5_source> l(src, gpufeed::test::fault_loader_config(policy));
         std::map<std::uint64_t, int> delivered, reported;

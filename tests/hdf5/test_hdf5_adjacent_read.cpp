@@ -142,10 +142,14 @@ TEST_CASE("read_run on a truncated shard: io_error naming the file") {
 
 TEST_CASE("the loader reads runs: every record once with its bytes, in every order") {
   shards d;
-  hdf5_source src(d.paths);
+  for (const auto method : {hdf5_options::read_method::map, hdf5_options::read_method::pread})
   for (const auto order : {sample_order::sequential, sample_order::shuffled,
                            sample_order::block_shuffled}) {
+    CAPTURE(static_cast<int>(method));
     CAPTURE(static_cast<int>(order));
+    hdf5_options o;
+    o.reads = method;
+    hdf5_source src(d.paths, o);
     loader_config c;
     c.batch_size = 64;
     c.order = order;

@@ -112,15 +112,22 @@ TEST_CASE("file truncated after open: io_error at read, naming the record") {
     const auto path =
         write_fixed(dir / "u.h5", chunked ? std::vector<hsize_t>{4, 10} : std::vector<hsize_t>{},
                     chunked ? 1 : -1, false, 2000);
-    hdf5_source src(path);
-    std::filesystem::resize_file(path, std::filesystem::file_size(path) / 2);
-    auto e = thrown<io_error>([&] { read_all(src); });
-    REQUIRE(e);
-    CHECK(e->file() == path.string());
-    REQUIRE(e->record());
-    CHECK(*e->record() > 0);
-    CHECK(*e->record() < 2000);
-    CHECK(e->api() == "pread");
+    for (const auto reads : {hdf5_options::read_method::pread, hdf5_options::read_method::map}) {
+      CAPTURE(static_cast<int>(reads));
+      hdf5_options o;
+      o.reads = reads;
+      write_fixed(path, chunked ? std::vector<hsize_t>{4, 10} : std::vector<hsize_t>{},
+                  chunked ? 1 : -1, false, 2000);
+      hdf5_source src(path, o);
+      std::filesystem::resize_file(path, std::filesystem::file_size(path) / 2);
+      auto e = thrown<io_error>([&] { read_all(src); });
+      REQUIRE(e);
+      CHECK(e->file() == path.string());
+      REQUIRE(e->record());
+      CHECK(*e->record() > 0);
+      CHECK(*e->record() < 2000);
+      CHECK(e->api() == (reads == hdf5_options::read_method::map ? "mmap" : "pread"));
+    }
   }
 }
 

@@ -29,6 +29,7 @@
 #include "gpufeed/detail/hdf5/layout_precheck.hpp"
 #include "gpufeed/detail/hdf5/library.hpp"
 #include "gpufeed/detail/hdf5/shard.hpp"
+#include "gpufeed/detail/io/mapped_file.hpp"
 #include "gpufeed/detail/io/posix_file.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/hdf5_options.hpp"
@@ -268,9 +269,28 @@ inline shard_index open_shard(const std::filesystem::path& p, const hdf5_options
   return s;
 }
 
-// Opens and indexes one shard read with pread (io::posix_file). Errors as above.
+// True when shard s is read through a memory map under req (hdf5_options::reads).
+inline bool reads_mapped(const hdf5_options& req, const shard_index& s) noexcept {
+  if (s.kind == read_kind::fallback) return false;
+  switch (req.reads) {
+    case hdf5_options::read_method::pread: return false;
+    case hdf5_options::read_method::map: return true;
+    case hdf5_options::read_method::automatic: break;
+  }
+  return s.kind == read_kind::contiguous || s.pipeline.empty();
+}
+
+// Opens and indexes one shard, read with pread (io::posix_file) or through a memory map of the
+// same descriptor (io::mapped_file) as reads_mapped() says. Errors as above; io_error when the
+// map cannot be made.
 inline shard_index open_shard(const std::filesystem::path& p, const hdf5_options& req) {
-  return open_shard(p, req, io::owned_source(std::make_unique<io::posix_file>(p)));
+  shard_index s = open_shard(p, req, io::owned_source(std::make_unique<io::posix_file>(p)));
+  if (reads_mapped(req, s)) {
+    std::unique_ptr<io::posix_file> f = s.file.take<io::posix_file>();
+    s.file = io::owned_source(std::make_unique<io::mapped_file>(std::move(*f)));
+    s.description.mapped = true;
+  }
+  return s;
 }
 
 }  // namespace gpufeed::detail::hdf5

@@ -3,9 +3,9 @@
 //
 // Every byte gpufeed reads itself goes through byte_source: HDF5 records and chunks, the layout
 // and chunk checks before HDF5 decodes, HDF5's own reads through gpufeed's file driver, LMDB's
-// meta pages and B-tree check, a shard's fingerprint, pack's input files. posix_file.hpp holds
-// today's implementation (pread(2) on a descriptor); a memory-mapped reader, one that coalesces
-// ranges, or a ranged-HTTP reader stands in by implementing the three primitives below. (LMDB's
+// meta pages and B-tree check, a shard's fingerprint, pack's input files. posix_file.hpp
+// implements pread(2) on a descriptor, mapped_file.hpp a read-only memory map; a reader that
+// coalesces ranges, or a ranged-HTTP reader, stands in by implementing the primitives below. (LMDB's
 // records are not read here: LMDB hands out pointers into its own memory map, lmdb/reading.hpp.)
 //
 // The checks live here, once, not in each reader or caller: a short read is continued, EINTR is
@@ -245,6 +245,13 @@ class owned_source {
   template <class T>
   [[nodiscard]] const T* as() const noexcept {
     return dynamic_cast<const T*>(s_.get());
+  }
+
+  // The implementation when it is a T, moved out (this source is then empty), or null.
+  template <class T>
+  [[nodiscard]] std::unique_ptr<T> take() noexcept {
+    if (!dynamic_cast<T*>(s_.get())) return nullptr;
+    return std::unique_ptr<T>(static_cast<T*>(s_.release()));
   }
 
   [[nodiscard]] std::uint64_t size() const noexcept { return s_->size(); }

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "gpufeed/datum.hpp"
+#include "gpufeed/detail/io/map_fault_guard.hpp"
 #include "gpufeed/detail/lmdb/catalog.hpp"
-#include "gpufeed/detail/lmdb/fault_guard.hpp"
 #include "gpufeed/detail/lmdb/handles.hpp"
 #include "gpufeed/error.hpp"
 
@@ -117,9 +117,9 @@ class txn_set {
     // jump could skip may own memory).
     std::optional<error_context> gather_ctx;
     if (e.payload_offset == gathered) gather_ctx.emplace(record_context(s, i));
-    // Everything that touches the map runs in the guard (fault_guard.hpp) and only sets these
-    // trivial locals; errors are thrown after it.
-    const void* fault = guard_map_reads(s.valid.base, s.map_size, [&] {
+    // Everything that touches the map runs in the guard (io/map_fault_guard.hpp) and only sets
+    // these trivial locals; errors are thrown after it.
+    const void* fault = io::guard_map_reads(s.valid.base, s.map_size, [&] {
       rc = mdb_get(t.get(), s.dbi, &key, &val);
       if (rc != MDB_SUCCESS) {
         out = outcome::get_failed;

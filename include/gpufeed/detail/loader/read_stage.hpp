@@ -11,6 +11,7 @@
 #include <span>
 #include <vector>
 
+#include "gpufeed/detail/loader/read_confirm.hpp"
 #include "gpufeed/detail/loader/slot_layout.hpp"
 #include "gpufeed/detail/loader/types.hpp"
 #include "gpufeed/source.hpp"
@@ -25,6 +26,7 @@ namespace gpufeed::detail::loading {
 // another worker is decoding is left for the end of the task (deferring_reader, kept in `late`):
 // the worker reads the task's other records meanwhile. Records that follow each other in
 // reading order go to a run_reader as one run (a failed run is read again record by record).
+// Last, a confirming_reader confirms the task's reads (read_confirm.hpp).
 template <class Reader>
 std::uint64_t read_records(Reader& reader, staging_slot& slot, const slot_layout& l,
                            std::size_t begin, std::size_t end, const std::size_t* order,
@@ -39,6 +41,7 @@ std::uint64_t read_records(Reader& reader, staging_slot& slot, const slot_layout
   constexpr std::size_t max_run = 1024;
   std::vector<std::span<std::byte>> run;
   late.clear();
+  confirm_per_task(reader);
   auto failed = [&](std::size_t k, std::exception_ptr e) {
     ++failures;
     std::lock_guard lock(slot.failure_mutex);
@@ -107,6 +110,8 @@ std::uint64_t read_records(Reader& reader, staging_slot& slot, const slot_layout
       }
     }
   }
+  bytes -= confirm_task_reads(reader, slot, n, at, idx,
+                              [&](std::size_t k) { return off[k + 1] - off[k]; }, failures);
   return bytes;
 }
 

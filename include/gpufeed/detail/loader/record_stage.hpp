@@ -18,6 +18,7 @@
 #include "gpufeed/batch.hpp"
 #include "gpufeed/detail/loader/config.hpp"
 #include "gpufeed/detail/loader/error_policy.hpp"
+#include "gpufeed/detail/loader/read_confirm.hpp"
 #include "gpufeed/detail/loader/slot_layout.hpp"
 #include "gpufeed/detail/loader/telemetry.hpp"
 #include "gpufeed/detail/loader/types.hpp"
@@ -140,6 +141,7 @@ class record_stage {
     std::byte* data = slot_layout::data(base, l);
     const record_transform& f = setup_.config.per_record;
     std::uint64_t bytes = 0;
+    confirm_per_task(reader);
     for (std::size_t k = begin; k < end; ++k) {
       const std::uint64_t i = idx[k];
       record_input in;
@@ -174,6 +176,13 @@ class record_stage {
       if (!f.is_fixed()) slot.output_sizes[k] = n;
       bytes += n;
     }
+    // An output made from a read that does not stand (read_confirm.hpp) fails with the read.
+    bytes -= confirm_task_reads(
+        reader, slot, end - begin, [&](std::size_t j) { return begin + j; }, idx,
+        [&](std::size_t k) -> std::uint64_t {
+          return f.is_fixed() ? off[k + 1] - off[k] : slot.output_sizes[k];
+        },
+        failures);
     return bytes;
   }
 

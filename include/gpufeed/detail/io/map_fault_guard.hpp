@@ -1,8 +1,9 @@
 // gpufeed — turning a SIGBUS raised by a read from a shard's map into an error of that read.
 //
-// Why: LMDB reads through a shared mapping of data.mdb. When the file is truncated while it is
-// mapped (by another process: a copy that is being replaced, a shrinking network file), touching
-// a page past the new end raises SIGBUS, which kills the process. Checking the size first cannot
+// Why: LMDB reads through a shared mapping of data.mdb, and io::mapped_file (mapped_file.hpp)
+// reads HDF5 shards through one. When the file is truncated while it is mapped (by another
+// process: a copy that is being replaced, a shrinking network file), touching a page past the
+// new end raises SIGBUS, which kills the process. Checking the size first cannot
 // close the race (the file may shrink between the check and the access), so a read that touches
 // the map runs inside guard_map_reads(): a SIGBUS on that thread whose address lies inside that
 // map jumps back to the guard (siglongjmp), which reports it as a fault; the caller throws an
@@ -20,7 +21,7 @@
 //  - Jumping out is sound there: the guarded code holds no lock and allocates nothing (mdb_get
 //    on a read-only transaction keeps its cursor on the stack; the copy is memcpy or the Datum
 //    gather, whose frames own no resources), and the caller ends the transaction (mdb_txn_abort)
-//    before the error is thrown.
+//    before the error is thrown. mapped_file's guarded code is memcpy alone.
 //  - Every other SIGBUS (another thread, an address outside the armed map, a signal sent with
 //    kill) goes to the previous handler; when that was the default action (or "ignore", which
 //    the kernel cannot honour for a fault), the default is restored and the fault recurs, so the
@@ -36,7 +37,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace gpufeed::detail::lmdb {
+namespace gpufeed::detail::io {
 
 struct fault_slot {
   sigjmp_buf* jump = nullptr;           // armed while non-null
@@ -116,4 +117,4 @@ template <class Body>
   return nullptr;
 }
 
-}  // namespace gpufeed::detail::lmdb
+}  // namespace gpufeed::detail::io
