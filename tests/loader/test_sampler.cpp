@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpufeed/detail/order/sequence.hpp"
 #include "gpufeed/detail/order/units.hpp"
 #include "gpufeed/sampler.hpp"
 
@@ -297,6 +298,67 @@ TEST_CASE("block_shuffled edge cases: one unit, units of one record, window past
   CHECK_THROWS_AS(sampler(6, 4, {.order = sample_order::block_shuffled, .part = partition{}},
                           record_units::uniform(7, 1)),
                   config_error);
+}
+
+TEST_CASE("block_shuffled over uniform units: the sequence the unit search gave, computed") {
+  // Uncompressed data has units of one record or of one storage block each (all of one size
+  // but the last): the slot of a position is then computed, not searched, and with a unit per
+  // record no per-epoch table is kept. These hashes were taken from the searched sequence (fill
+  // from 0 and across the epoch's end, each window's bounds and units, window_of): the same
+  // seed and epoch must give the same records, so a resumed run delivers what it would have.
+  struct golden {
+    std::uint64_t n, per_unit, window, seed, epoch, fill, windows, window_of;
+  };
+  const golden cases[] = {
+      {1, 1, 1, 0, 0, 0x9a691300c548b8fbull, 0x0000000000000083ull, 0x0000000000000000ull},
+      {97, 1, 10, 3, 1, 0x354d1b34068ed691ull, 0xdb0e38027239936bull, 0x00002312d1965ccaull},
+      {1000, 1, 64, 42, 0, 0x4dd26d1063874becull, 0x764a3ff2620f3d98ull, 0xcd06a9357fb353d1ull},
+      {1000, 1, 64, 42, 7, 0x744ab7bbace6ae84ull, 0x681a840fc8061580ull, 0xcd06a9357fb353d1ull},
+      {4096, 1, 1000, 9, 2, 0x47911c537a98c272ull, 0xc04378f3c47cb986ull, 0x243b27de49af1bb2ull},
+      {100003, 1, 4096, 1234567, 5, 0xf492cb0a605ac35full, 0x21ded73abc87c774ull, 0x8e5feee46684aa46ull},
+      {5000, 1, 5000, 1, 1, 0x70763c1f1531daebull, 0x34e557ec295ea270ull, 0x0000000000000000ull},
+      {5000, 1, 9999, 1, 1, 0x70763c1f1531daebull, 0x34e557ec295ea270ull, 0x0000000000000000ull},
+      {10, 3, 2, 0, 0, 0x8436f0a2794991f9ull, 0x0000000cc53bb82aull, 0x0000000000000001ull},
+      {97, 10, 3, 3, 1, 0xbfc9d5b22e0b11e2ull, 0xee6266510ea363d0ull, 0x0000001d562af580ull},
+      {1000, 64, 5, 42, 0, 0x4628d5f6fdc11840ull, 0x0aea1da9ce6160d0ull, 0x23b37e79017b91b1ull},
+      {1024, 64, 5, 42, 7, 0x16e2dab00d2465d9ull, 0x938a834a1acfde68ull, 0x22a4ed9c7f8e0455ull},
+      {100003, 4096, 7, 9, 2, 0xfb9096e159fa2389ull, 0x47e8924fd65c73f7ull, 0xf7d78a995bc8de4full},
+      {262144, 4096, 64, 1234567, 5, 0x8ebd48db679647e6ull, 0xa079c491b1a40e0eull, 0x0000000000000000ull},
+      {5000, 7, 1000, 1, 1, 0xc8e02b3e35dee6edull, 0xd1862275cf6a2b19ull, 0x0000000000000000ull},
+      {5001, 5000, 1, 1, 1, 0x625875f2a5a8c91full, 0x00000000001230a4ull, 0x3184a78a4c12ff9aull},
+  };
+  for (const golden& c : cases)
+    for (const bool stride : {true, false}) {
+      CAPTURE(c.n);
+      CAPTURE(c.per_unit);
+      CAPTURE(c.window);
+      record_units u = record_units::uniform(c.n, c.per_unit);
+      if (!stride) {
+        std::vector<std::uint64_t> starts;
+        for (std::uint64_t i = 0; i < c.n; i += c.per_unit) starts.push_back(i);
+        u = record_units::from_starts(std::move(starts), c.n);
+      }
+      const detail::epoch_sequence seq(sample_order::block_shuffled, c.n, c.seed, u, c.window);
+      const auto mix = [](std::uint64_t h, std::uint64_t v) { return (h ^ v) * 1099511628211ull; };
+      std::vector<std::uint64_t> out(c.n);
+      seq.fill(c.epoch, 0, out);
+      std::uint64_t h = 1469598103934665603ull;
+      for (const auto v : out) h = mix(h, v);
+      std::vector<std::uint64_t> wrap(c.n < 50 ? c.n : 50);
+      seq.fill(c.epoch, c.n - wrap.size() / 2, wrap);
+      for (const auto v : wrap) h = mix(h, v);
+      CHECK(h == c.fill);
+      std::uint64_t wh = 0;
+      for (std::uint64_t w = 0; w < seq.windows(); ++w) {
+        const auto b = seq.window_bounds(c.epoch, w);
+        wh = wh * 31 + b.first * 7 + b.second;
+        seq.for_each_unit(c.epoch, w, [&](std::uint64_t x) { wh = wh * 131 + x; });
+      }
+      CHECK(wh == c.windows);
+      std::uint64_t wo = 0;
+      for (std::uint64_t p = 0; p < c.n; p += 7) wo = wo * 17 + seq.window_of(c.epoch, p);
+      CHECK(wo == c.window_of);
+    }
 }
 
 namespace {

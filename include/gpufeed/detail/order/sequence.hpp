@@ -9,9 +9,12 @@
 //                   once: its records fill consecutive positions. Windows tumble (do not
 //                   overlap), so position -> record stays O(log units) without replaying the
 //                   epoch, which interleaved ranks and resume at another world size need.
-// block_shuffled keeps, per epoch, the permuted unit ids and the records before each (16 bytes
-// per unit), built on the first lookup of an epoch under a mutex and kept for the two epochs
-// looked up last (a batch's tasks, filled by the loader's workers in parallel, may straddle an
+// When every unit is one record (uncompressed data: each record decodes alone) the same
+// sequence needs no table: the unit in slot s is the unit permutation of s, and the window of
+// position p is p / window. block_shuffled is then as cheap per position as shuffled (two keyed
+// permutations) and O(1) in memory. Otherwise block_shuffled keeps, per epoch, the permuted
+// unit ids and the records before each (16 bytes per unit), built on the first lookup of an
+// epoch under a mutex and kept for the two epochs looked up last (a batch's tasks, filled by the loader's workers in parallel, may straddle an
 // epoch's end). Lookups hold the mutex only to take the epoch's table, not while they use it.
 // A copy starts with its own empty cache, so the loader and a user's copy
 // (loader::batch_sampler()) looking at different epochs do not rebuild each other's.
@@ -41,11 +44,11 @@ class epoch_sequence {
                  record_units units, std::uint64_t window)
       : order_(order), n_(records), seed_(seed), units_(std::move(units)),
         window_(std::clamp<std::uint64_t>(window, 1, std::max<std::uint64_t>(1, units_.size()))),
-        cache_(std::make_shared<cache>()) {}
+        unit_per_record_(units_.size() == n_), cache_(std::make_shared<cache>()) {}
 
   epoch_sequence(const epoch_sequence& o)
       : order_(o.order_), n_(o.n_), seed_(o.seed_), units_(o.units_), window_(o.window_),
-        cache_(std::make_shared<cache>()) {}
+        unit_per_record_(o.unit_per_record_), cache_(std::make_shared<cache>()) {}
   epoch_sequence& operator=(const epoch_sequence& o) {
     if (this != &o) *this = epoch_sequence(o);
     return *this;
@@ -65,6 +68,7 @@ class epoch_sequence {
     return (units_.size() + window_ - 1) / window_;
   }
   [[nodiscard]] std::uint64_t window_of(std::uint64_t epoch, std::uint64_t p) const {
+    if (unit_per_record_) return p / window_;
     const auto t = table_of(epoch);
     const epoch_table& c = *t;
     return slot_of(c, p, 0, c.before.size() - 1) / window_;
@@ -72,6 +76,7 @@ class epoch_sequence {
   // Positions [first, second) of window w of `epoch` (w < windows()).
   [[nodiscard]] std::pair<std::uint64_t, std::uint64_t> window_bounds(std::uint64_t epoch,
                                                                       std::uint64_t w) const {
+    if (unit_per_record_) return {std::min(n_, w * window_), std::min(n_, (w + 1) * window_)};
     const auto t = table_of(epoch);
     const epoch_table& c = *t;
     const std::uint64_t last = c.before.size() - 1;
@@ -79,6 +84,12 @@ class epoch_sequence {
   }
   template <class F>
   void for_each_unit(std::uint64_t epoch, std::uint64_t w, F&& f) const {
+    if (unit_per_record_) {
+      const feistel_permutation units(n_, unit_key(epoch));
+      for (std::uint64_t slot = w * window_; slot < std::min(n_, (w + 1) * window_); ++slot)
+        f(units(slot));
+      return;
+    }
     const auto t = table_of(epoch);
     const epoch_table& c = *t;
     const std::uint64_t end = std::min<std::uint64_t>(c.unit.size(), (w + 1) * window_);
@@ -93,6 +104,19 @@ class epoch_sequence {
     } else if (order_ == sample_order::shuffled) {
       const feistel_permutation perm(n_, key(epoch, 0));
       for (std::size_t k = 0; k < out.size(); ++k) out[k] = perm(pos(k));
+    } else if (unit_per_record_) {  // slot s holds unit (= record) units(s); windows are fixed
+      const feistel_permutation units(n_, unit_key(epoch));
+      std::uint64_t win = std::numeric_limits<std::uint64_t>::max(), lo = 0;
+      feistel_permutation perm(1, 0);
+      for (std::size_t k = 0; k < out.size(); ++k) {
+        const std::uint64_t p = pos(k);
+        if (p / window_ != win) {
+          win = p / window_;
+          lo = win * window_;
+          perm = feistel_permutation(std::min(n_, lo + window_) - lo, key(epoch, win + 1));
+        }
+        out[k] = units(lo + perm(p - lo));
+      }
     } else {
       const auto t = table_of(epoch);
       const epoch_table& c = *t;
@@ -120,6 +144,9 @@ class epoch_sequence {
     std::uint64_t epoch = 0;
     std::vector<std::uint64_t> unit;    // unit at each permuted slot
     std::vector<std::uint64_t> before;  // records in the slots before each, then N
+    // Units of `stride` records but the last one (storage blocks of uncompressed data), which
+    // lies in slot short_slot with short_len records: slot_of is then arithmetic. 0: not so.
+    std::uint64_t stride = 0, short_slot = 0, short_len = 0;
   };
   struct cache {
     std::mutex mutex;
@@ -129,6 +156,11 @@ class epoch_sequence {
   [[nodiscard]] std::uint64_t key(std::uint64_t epoch, std::uint64_t part) const noexcept {
     const std::uint64_t base = mix64(seed_ ^ mix64(epoch + 0x243f6a8885a308d3ull));
     return part == 0 ? base : mix64(base ^ mix64(part));  // part 0: shuffled's key
+  }
+
+  // block_shuffled's key of the permutation of units.
+  [[nodiscard]] std::uint64_t unit_key(std::uint64_t epoch) const noexcept {
+    return key(epoch, std::numeric_limits<std::uint64_t>::max());
   }
 
   // block_shuffled's table of `epoch`, built once per epoch (O(units)) while no other thread
@@ -143,25 +175,43 @@ class epoch_sequence {
     }
     auto t = std::make_shared<epoch_table>();
     const std::uint64_t u = units_.size();
-    const feistel_permutation perm(u, key(epoch, std::numeric_limits<std::uint64_t>::max()));
+    const feistel_permutation perm(u, unit_key(epoch));
     t->epoch = epoch;
     t->unit.resize(u);
     t->before.resize(u + 1);
     std::uint64_t sum = 0;
+    const std::uint64_t stride = u ? units_.end(0) - units_.begin(0) : 0;
+    bool uniform = stride > 0;
     for (std::uint64_t s = 0; s < u; ++s) {
       t->unit[s] = perm(s);
       t->before[s] = sum;
-      sum += units_.end(t->unit[s]) - units_.begin(t->unit[s]);
+      const std::uint64_t len = units_.end(t->unit[s]) - units_.begin(t->unit[s]);
+      sum += len;
+      if (t->unit[s] + 1 == u) {
+        t->short_slot = s;
+        t->short_len = len;
+        uniform = uniform && len <= stride && len > 0;
+      } else {
+        uniform = uniform && len == stride;
+      }
     }
     t->before[u] = sum;
+    if (uniform) t->stride = stride;
     c.before_last = std::move(c.last);
     c.last = std::move(t);
     return c.last;
   }
 
-  // The slot s in [lo, hi) with before[s] <= p < before[s + 1].
+  // The slot s in [lo, hi) with before[s] <= p < before[s + 1] (p < N): a division for uniform
+  // units, else a binary search (its branches cost as much as two permutations per position).
   static std::uint64_t slot_of(const epoch_table& c, std::uint64_t p, std::uint64_t lo,
                                std::uint64_t hi) noexcept {
+    if (c.stride) {
+      const std::uint64_t at_short = c.short_slot * c.stride;  // before[short_slot]
+      if (p < at_short) return p / c.stride;
+      if (p < at_short + c.short_len) return c.short_slot;
+      return c.short_slot + 1 + (p - at_short - c.short_len) / c.stride;
+    }
     const auto first = c.before.begin() + static_cast<std::ptrdiff_t>(lo);
     const auto last = c.before.begin() + static_cast<std::ptrdiff_t>(hi) + 1;
     return static_cast<std::uint64_t>(std::upper_bound(first, last, p) - c.before.begin()) - 1;
@@ -172,6 +222,7 @@ class epoch_sequence {
   std::uint64_t seed_ = 0;
   record_units units_;
   std::uint64_t window_ = 1;
+  bool unit_per_record_ = false;  // every unit is one record: no table (see the top)
   std::shared_ptr<cache> cache_;
 };
 
