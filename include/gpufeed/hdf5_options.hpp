@@ -70,7 +70,8 @@ struct hdf5_options {
   //                        decoding (contiguous data, chunks without filters): a record is then a
   //                        copy out of the page cache, not a system call; pread(2) for shards of
   //                        compressed chunks, read a chunk (a MiB or so) at a time, where a map
-  //                        saves nothing
+  //                        saves nothing; pread(2) for all in ThreadSanitizer builds, where
+  //                        the SIGBUS guard below cannot work
   //   pread                pread(2) for every shard
   //   map                  the memory map for every shard
   // A file truncated while mapped is an io_error naming file and record, never SIGBUS or zeros

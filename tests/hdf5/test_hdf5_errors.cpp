@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "gpufeed/detail/io/map_fault_guard.hpp"
 #include "gpufeed/hdf5_source.hpp"
 #include "h5_writer.hpp"
 #include "test_util.hpp"
@@ -114,6 +115,8 @@ TEST_CASE("file truncated after open: io_error at read, naming the record") {
                     chunked ? 1 : -1, false, 2000);
     for (const auto reads : {hdf5_options::read_method::pread, hdf5_options::read_method::map}) {
       CAPTURE(static_cast<int>(reads));
+      if (!gpufeed::detail::io::map_faults_guarded && reads == hdf5_options::read_method::map)
+        continue;  // the SIGBUS guard does not work under ThreadSanitizer
       hdf5_options o;
       o.reads = reads;
       write_fixed(path, chunked ? std::vector<hsize_t>{4, 10} : std::vector<hsize_t>{},

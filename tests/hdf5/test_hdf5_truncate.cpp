@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "gpufeed/detail/io/map_fault_guard.hpp"
 #include "gpufeed/hdf5_source.hpp"
 #include "gpufeed/loader.hpp"
 #include "h5_writer.hpp"
@@ -27,6 +28,15 @@ using gpufeed::test::h5_file;
 
 namespace {
 constexpr std::size_t rows = 4000, cols = 16;
+
+// A map of a truncated file faults (SIGBUS) past its new end: guarded except under
+// ThreadSanitizer, where those cases are skipped (and automatic reads with pread).
+constexpr bool map_guarded = gpufeed::detail::io::map_faults_guarded;
+bool skipped_unguarded(hdf5_options::read_method m) {
+  if (map_guarded || m == hdf5_options::read_method::pread) return false;
+  MESSAGE("a mapped case skipped: the SIGBUS guard does not work under ThreadSanitizer");
+  return true;
+}
 
 std::vector<std::int32_t> values(unsigned seed) {
   auto v = gpufeed::test::pattern<std::int32_t>(rows * cols, seed);
@@ -60,6 +70,7 @@ TEST_CASE("a shard truncated while open: exact bytes or io_error naming file and
   for (const auto method : {hdf5_options::read_method::pread, hdf5_options::read_method::map}) {
     CAPTURE(kind);
     CAPTURE(static_cast<int>(method));
+    if (skipped_unguarded(method)) continue;
     const auto path = dir / ("t" + std::to_string(kind) + ".h5");
     write_shard(path, kind, 3);
     hdf5_options o;
@@ -131,6 +142,7 @@ TEST_CASE("a shard cut inside a page: records past the cut fail, none reads zero
   for (const auto method : {hdf5_options::read_method::automatic, hdf5_options::read_method::map,
                             hdf5_options::read_method::pread}) {
     CAPTURE(static_cast<int>(method));
+    if (skipped_unguarded(method)) continue;
     const auto path = dir / "c.h5";
     write_shard(path, 0, 5);
     hdf5_options o;
@@ -207,7 +219,7 @@ TEST_CASE("hdf5_options::reads: which shards are mapped, and the same bytes eith
       const bool mapped = src.shards()[0].mapped;
       if (kind == 2 || method == hdf5_options::read_method::pread) CHECK_FALSE(mapped);  // fallback
       else if (method == hdf5_options::read_method::map) CHECK(mapped);
-      else CHECK(mapped == (kind == 0));  // automatic: raw data only, not gzip chunks
+      else CHECK(mapped == (kind == 0 && map_guarded));  // automatic: raw data, not gzip chunks
       std::vector<std::byte> buf(src.max_record_size());
       std::size_t wrong = 0;
       for (std::uint64_t i = 0; i < src.size(); ++i) {

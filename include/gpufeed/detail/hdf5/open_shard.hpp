@@ -277,7 +277,7 @@ inline bool reads_mapped(const hdf5_options& req, const shard_index& s) noexcept
     case hdf5_options::read_method::map: return true;
     case hdf5_options::read_method::automatic: break;
   }
-  return s.kind == read_kind::contiguous || s.pipeline.empty();
+  return io::map_faults_guarded && (s.kind == read_kind::contiguous || s.pipeline.empty());
 }
 
 // Opens and indexes one shard, read with pread (io::posix_file) or through a memory map of the

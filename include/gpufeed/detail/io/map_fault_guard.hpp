@@ -39,6 +39,21 @@
 
 namespace gpufeed::detail::io {
 
+// False in ThreadSanitizer builds, whose signal interception does not run the handler in time
+// (the process dies of the fault): there a map of a file that may shrink is not guarded, and
+// callers that can read otherwise (hdf5_options::reads automatic) do.
+#if defined(__SANITIZE_THREAD__)
+inline constexpr bool map_faults_guarded = false;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+inline constexpr bool map_faults_guarded = false;
+#else
+inline constexpr bool map_faults_guarded = true;
+#endif
+#else
+inline constexpr bool map_faults_guarded = true;
+#endif
+
 struct fault_slot {
   sigjmp_buf* jump = nullptr;           // armed while non-null
   std::uintptr_t lo = 0, hi = 0;        // addresses the guard covers: [lo, hi)
