@@ -337,11 +337,9 @@ class bench_run {
       const gpufeed::hdf5_source src(d.path);
       say("opened " + d.name() + " as hdf5_source in " + fmt("%.1f ms", seconds_since(t0) * 1e3) +
           ", read path " + gpufeed::to_string(src.shards()[0].read_path));
-      {
-        sweep_source(src, d, gpufeed::sample_order::sequential);
-        aligned_chunks(src, d);
-        shuffled_chunks(src, d);
-      }
+      sweep_source(src, d, gpufeed::sample_order::sequential);
+      aligned_chunks(src, d);
+      shuffled_chunks(src, d);
     }
   }
 

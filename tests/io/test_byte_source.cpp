@@ -24,6 +24,7 @@
 #include "gpufeed/detail/io/posix_file.hpp"
 #include "gpufeed/detail/pack_manifest.hpp"
 #include "gpufeed/error.hpp"
+#include "byte_files.hpp"
 #include "memory_bytes.hpp"
 #include "test_util.hpp"
 
@@ -33,40 +34,14 @@ using gpufeed::detail::io::byte_source;
 using gpufeed::detail::io::owned_source;
 using gpufeed::detail::io::posix_file;
 using gpufeed::detail::io::read_outcome;
+using gpufeed::test::io_error_of;
 using gpufeed::test::memory_bytes;
+using gpufeed::test::pattern;
+using gpufeed::test::slice;
+using gpufeed::test::write_bytes;
 namespace fs = std::filesystem;
 
 namespace {
-
-// n bytes that differ at every offset a test reads (no run of zeros a wrong read could match).
-std::vector<std::byte> pattern(std::size_t n) {
-  std::vector<std::byte> b(n);
-  for (std::size_t i = 0; i < n; ++i)
-    b[i] = static_cast<std::byte>(1 + (i * 131 + i / 251) % 255);
-  return b;
-}
-
-fs::path write_bytes(const fs::path& p, const std::vector<std::byte>& b) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
-  return p;
-}
-
-std::vector<std::byte> slice(const std::vector<std::byte>& b, std::size_t at, std::size_t n) {
-  return {b.begin() + static_cast<std::ptrdiff_t>(at), b.begin() + static_cast<std::ptrdiff_t>(at + n)};
-}
-
-// The io_error that f throws (a doctest failure when it throws none or another type).
-template <class F>
-io_error io_error_of(F&& f) {
-  try {
-    f();
-  } catch (const io_error& e) {
-    return e;
-  }
-  FAIL("no io_error thrown");
-  throw std::logic_error("unreachable");
-}
 
 const std::string truncation = "the file was truncated after it was opened?";
 

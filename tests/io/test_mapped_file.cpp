@@ -21,6 +21,7 @@
 #include "gpufeed/detail/io/mapped_file.hpp"
 #include "gpufeed/detail/io/posix_file.hpp"
 #include "gpufeed/error.hpp"
+#include "byte_files.hpp"
 #include "test_util.hpp"
 
 using gpufeed::format_error;
@@ -28,38 +29,13 @@ using gpufeed::io_error;
 using gpufeed::detail::io::byte_range;
 using gpufeed::detail::io::mapped_file;
 using gpufeed::detail::io::posix_file;
+using gpufeed::test::io_error_of;
+using gpufeed::test::pattern;
+using gpufeed::test::slice;
+using gpufeed::test::write_bytes;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::vector<std::byte> pattern(std::size_t n, unsigned seed = 0) {
-  std::vector<std::byte> b(n);
-  for (std::size_t i = 0; i < n; ++i)
-    b[i] = static_cast<std::byte>(1 + (i * 131 + i / 251 + seed) % 255);
-  return b;
-}
-
-fs::path write_bytes(const fs::path& p, const std::vector<std::byte>& b) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
-  return p;
-}
-
-std::vector<std::byte> slice(const std::vector<std::byte>& b, std::size_t at, std::size_t n) {
-  return {b.begin() + static_cast<std::ptrdiff_t>(at),
-          b.begin() + static_cast<std::ptrdiff_t>(at + n)};
-}
-
-template <class F>
-io_error io_error_of(F&& f) {
-  try {
-    f();
-  } catch (const io_error& e) {
-    return e;
-  }
-  FAIL("no io_error thrown");
-  throw std::logic_error("unreachable");
-}
 
 const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
 

@@ -98,8 +98,9 @@ class source_reader {
       try {
         const auto pin = state_->pin(k);
         const shard_index& s = state_->shard(k);
-        if (const auto* m = s.file.as<io::mapped_file>(); m && m->size_now() < m->size())
-          shrunk_.push_back(shrunk_shard{k, m->size_now(), nullptr});
+        if (const auto* m = s.file.as<io::mapped_file>())
+          if (const std::uint64_t now = m->size_now(); now < m->size())
+            shrunk_.push_back(shrunk_shard{k, now, nullptr});
       } catch (...) {
         try {
           shrunk_.push_back(shrunk_shard{k, 0, std::current_exception()});
@@ -124,8 +125,7 @@ class source_reader {
     for (const shrunk_shard& x : shrunk_) {
       if (x.k != k) continue;
       if (x.error) rethrow_naming(x.error, i);
-      const std::uint64_t end = read_end(s, i - state_->first(k));
-      if (end > x.now) throw s.file.as<io::mapped_file>()->shrunk_error(x.now, end, i);
+      check_reach(s, x.now, i - state_->first(k), 1, i);
     }
     if (shrunk_all_) {
       error_context ctx;
@@ -209,9 +209,19 @@ class source_reader {
     } catch (...) {
       return;  // cannot tell: the read's own error stands
     }
+    check_reach(s, now, local, 1, global);
+  }
+
+  // Throws the truncation's io_error (naming its record) for the first of records
+  // [local, local + count) of mapped shard s (record `global` first) whose bytes reach past
+  // `now`, the file's size now; returns when the file has not shrunk or none does.
+  static void check_reach(const shard_index& s, std::uint64_t now, std::uint64_t local,
+                          std::uint64_t count, std::uint64_t global) {
+    const auto* m = s.file.as<io::mapped_file>();
     if (now >= m->size()) return;
-    if (const std::uint64_t end = read_end(s, local); end > now)
-      throw m->shrunk_error(now, end, global);
+    for (std::uint64_t j = 0; j < count; ++j)  // a run: records in file order
+      if (const std::uint64_t end = read_end(s, local + j); end > now)
+        throw m->shrunk_error(now, end, global + j);
   }
 
   // A read of records [local, local + count) of mapped shard k (record `global` first) is done:
@@ -221,12 +231,7 @@ class source_reader {
                    std::uint64_t global) {
     if (!s.description.mapped || count == 0) return;
     if (confirm_each_) {
-      const auto* m = s.file.as<io::mapped_file>();
-      const std::uint64_t now = m->size_now();
-      if (now >= m->size()) return;
-      for (std::uint64_t j = 0; j < count; ++j)  // a run: records in file order
-        if (const std::uint64_t end = read_end(s, local + j); end > now)
-          throw m->shrunk_error(now, end, global + j);
+      check_reach(s, s.file.as<io::mapped_file>()->size_now(), local, count, global);
       return;
     }
     if (touched_at_.size() <= k) touched_at_.resize(state_->shard_count(), 0);

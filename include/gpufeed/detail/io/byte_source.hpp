@@ -5,8 +5,9 @@
 // and chunk checks before HDF5 decodes, HDF5's own reads through gpufeed's file driver, LMDB's
 // meta pages and B-tree check, a shard's fingerprint, pack's input files. posix_file.hpp
 // implements pread(2) on a descriptor, mapped_file.hpp a read-only memory map; a reader that
-// coalesces ranges, or a ranged-HTTP reader, stands in by implementing the primitives below. (LMDB's
-// records are not read here: LMDB hands out pointers into its own memory map, lmdb/reading.hpp.)
+// coalesces ranges, or a ranged-HTTP reader, stands in by implementing the primitives below.
+// (LMDB's records are not read here: LMDB hands out pointers into its own memory map,
+// lmdb/reading.hpp.)
 //
 // The checks live here, once, not in each reader or caller: a short read is continued, EINTR is
 // retried, an end of the source before the bytes asked for is a truncation (an io_error naming

@@ -134,9 +134,12 @@ class mapped_file final : public byte_source {
 
   void map() {
     if (size() == 0) return;  // nothing to map: every read is past the end
-    void* p = ::mmap(nullptr, static_cast<std::size_t>(size()), PROT_READ, MAP_SHARED, file_.fd(), 0);
-    if (p == MAP_FAILED)
-      throw io_error("cannot map the file", os_call_context(name(), "mmap", errno));
+    void* p =
+        ::mmap(nullptr, static_cast<std::size_t>(size()), PROT_READ, MAP_SHARED, file_.fd(), 0);
+    if (p == MAP_FAILED) {
+      const int e = errno;  // before name()'s copy may allocate
+      throw io_error("cannot map the file", os_call_context(name(), "mmap", e));
+    }
     base_ = static_cast<const std::byte*>(p);
   }
   void unmap() noexcept {

@@ -14,8 +14,8 @@
 // position p is p / window. block_shuffled is then as cheap per position as shuffled (two keyed
 // permutations) and O(1) in memory. Otherwise block_shuffled keeps, per epoch, the permuted
 // unit ids and the records before each (16 bytes per unit), built on the first lookup of an
-// epoch under a mutex and kept for the two epochs looked up last (a batch's tasks, filled by the loader's workers in parallel, may straddle an
-// epoch's end). Lookups hold the mutex only to take the epoch's table, not while they use it.
+// epoch under a mutex and kept for the two epochs looked up last (a batch's tasks, filled by
+// the loader's workers in parallel, may straddle an epoch's end). Lookups hold the mutex only to take the epoch's table, not while they use it.
 // A copy starts with its own empty cache, so the loader and a user's copy
 // (loader::batch_sampler()) looking at different epochs do not rebuild each other's.
 #pragma once
@@ -44,11 +44,11 @@ class epoch_sequence {
                  record_units units, std::uint64_t window)
       : order_(order), n_(records), seed_(seed), units_(std::move(units)),
         window_(std::clamp<std::uint64_t>(window, 1, std::max<std::uint64_t>(1, units_.size()))),
-        unit_per_record_(units_.size() == n_), cache_(std::make_shared<cache>()) {}
+        cache_(std::make_shared<cache>()) {}
 
   epoch_sequence(const epoch_sequence& o)
       : order_(o.order_), n_(o.n_), seed_(o.seed_), units_(o.units_), window_(o.window_),
-        unit_per_record_(o.unit_per_record_), cache_(std::make_shared<cache>()) {}
+        cache_(std::make_shared<cache>()) {}
   epoch_sequence& operator=(const epoch_sequence& o) {
     if (this != &o) *this = epoch_sequence(o);
     return *this;
@@ -68,7 +68,7 @@ class epoch_sequence {
     return (units_.size() + window_ - 1) / window_;
   }
   [[nodiscard]] std::uint64_t window_of(std::uint64_t epoch, std::uint64_t p) const {
-    if (unit_per_record_) return p / window_;
+    if (unit_per_record()) return p / window_;
     const auto t = table_of(epoch);
     const epoch_table& c = *t;
     return slot_of(c, p, 0, c.before.size() - 1) / window_;
@@ -76,7 +76,7 @@ class epoch_sequence {
   // Positions [first, second) of window w of `epoch` (w < windows()).
   [[nodiscard]] std::pair<std::uint64_t, std::uint64_t> window_bounds(std::uint64_t epoch,
                                                                       std::uint64_t w) const {
-    if (unit_per_record_) return {std::min(n_, w * window_), std::min(n_, (w + 1) * window_)};
+    if (unit_per_record()) return {std::min(n_, w * window_), std::min(n_, (w + 1) * window_)};
     const auto t = table_of(epoch);
     const epoch_table& c = *t;
     const std::uint64_t last = c.before.size() - 1;
@@ -84,7 +84,7 @@ class epoch_sequence {
   }
   template <class F>
   void for_each_unit(std::uint64_t epoch, std::uint64_t w, F&& f) const {
-    if (unit_per_record_) {
+    if (unit_per_record()) {
       const feistel_permutation units(n_, unit_key(epoch));
       for (std::uint64_t slot = w * window_; slot < std::min(n_, (w + 1) * window_); ++slot)
         f(units(slot));
@@ -104,7 +104,7 @@ class epoch_sequence {
     } else if (order_ == sample_order::shuffled) {
       const feistel_permutation perm(n_, key(epoch, 0));
       for (std::size_t k = 0; k < out.size(); ++k) out[k] = perm(pos(k));
-    } else if (unit_per_record_) {  // slot s holds unit (= record) units(s); windows are fixed
+    } else if (unit_per_record()) {  // slot s holds unit (= record) units(s); windows are fixed
       const feistel_permutation units(n_, unit_key(epoch));
       std::uint64_t win = std::numeric_limits<std::uint64_t>::max(), lo = 0;
       feistel_permutation perm(1, 0);
@@ -157,6 +157,9 @@ class epoch_sequence {
     const std::uint64_t base = mix64(seed_ ^ mix64(epoch + 0x243f6a8885a308d3ull));
     return part == 0 ? base : mix64(base ^ mix64(part));  // part 0: shuffled's key
   }
+
+  // Every unit is one record: no table (see the top).
+  [[nodiscard]] bool unit_per_record() const noexcept { return units_.size() == n_; }
 
   // block_shuffled's key of the permutation of units.
   [[nodiscard]] std::uint64_t unit_key(std::uint64_t epoch) const noexcept {
@@ -222,7 +225,6 @@ class epoch_sequence {
   std::uint64_t seed_ = 0;
   record_units units_;
   std::uint64_t window_ = 1;
-  bool unit_per_record_ = false;  // every unit is one record: no table (see the top)
   std::shared_ptr<cache> cache_;
 };
 
