@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "gpufeed/batch_view.hpp"
+#include "gpufeed/detail/device_decode/work_image.hpp"
 #include "gpufeed/detail/numa/node_resource.hpp"
 #include "gpufeed/memory.hpp"
 
@@ -65,6 +66,48 @@ class engine_probe {
   // Names a range of work on the calling thread in a profiler's timeline (NVTX on CUDA).
   virtual void range_push(const char* name) noexcept = 0;
   virtual void range_pop() noexcept = 0;
+};
+
+// What an engine that decodes on its device counts (loader_stats::device_decode).
+struct device_decode_counters {
+  std::uint64_t batches = 0;           // batches whose records were gathered on the device
+  std::uint64_t units = 0;             // units decoded (LZ4 blocks, zlib streams, ...)
+  std::uint64_t compressed_bytes = 0;  // compressed bytes copied to the device
+  std::uint64_t gathered_bytes = 0;    // record bytes gathered from the device cache
+  std::uint64_t host_bytes = 0;        // record bytes read on the host and copied as they are
+  double decode_seconds = 0;           // device time of decode + gather (CUDA events; sampled)
+  std::uint64_t timed_batches = 0;     // batches whose decode_seconds were measured
+  std::uint64_t cache_bytes = 0;       // device memory of the cache of decoded units
+  std::uint64_t work_bytes = 0;        // device memory of the batches' work areas
+};
+
+// Decoding on the device (docs/design.md, "GPU decode in the loader"): an engine that offers it
+// (transfer_engine::unit_decoder) keeps a device cache of decoded units and, per target slot, a
+// work area. Thread-safe as the engine. Batches that use it are submitted in sequence order.
+class unit_decoder {
+ public:
+  virtual ~unit_decoder() = default;
+  // The device cache (`cache_bytes`) and each target slot's work area (`work_bytes`: the
+  // compressed bytes, units and runs of one batch). Once, after configure(), before any assemble.
+  virtual void configure_decode(std::size_t cache_bytes, std::size_t work_bytes) = 0;
+  // In place of copy() for a batch with device work, called in batch sequence order: on stream
+  // `stream`, once target slot d's previous batch is consumed, copies staging [0, head_bytes)
+  // (metadata, and records read on the host when there are any) into slot d and the work into
+  // its work area; then, on the engine's decode stream (one stream, so in call order), decodes
+  // the units into the cache and gathers the runs into slot d's data, and writes each unit's
+  // status where statuses(d) reads it. `token` comes back through reclaim() as with copy().
+  // complete(d, ...) then runs the hook and marks the batch ready after the gather.
+  virtual void assemble(std::size_t d, std::size_t stream, std::byte* staging,
+                        std::size_t head_bytes, const detail::device_decode::work_image& work,
+                        std::size_t token) = 0;
+  // Slot d's unit statuses, one per unit of its last assemble() (0: decoded); waits for that
+  // decode to finish if it has not (the consumer asks when the batch is delivered: in steady
+  // state it finished long before).
+  [[nodiscard]] virtual std::vector<std::uint32_t> statuses(std::size_t d) = 0;
+  // Replaces slot d's [0, bytes) with `host` and waits until it is there: a batch redone on the
+  // host after its decode failed. The slot's batch is then ready as it was.
+  virtual void overwrite(std::size_t d, const std::byte* host, std::size_t bytes) = 0;
+  [[nodiscard]] virtual device_decode_counters decode_counters() const = 0;
 };
 
 // A target slot: where one delivered batch lies (target memory).
@@ -121,6 +164,8 @@ class transfer_engine {
   virtual void drain() noexcept = 0;
   // The engine's measurements, or nullptr when it has none.
   [[nodiscard]] virtual engine_probe* probe() noexcept { return nullptr; }
+  // Its device decoder, or nullptr when it decodes nothing (the host target).
+  [[nodiscard]] virtual unit_decoder* decoder() noexcept { return nullptr; }
 };
 
 // The host target's engine: batches are delivered in the staging slot the workers filled (one

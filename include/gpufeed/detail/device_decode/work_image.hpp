@@ -1,0 +1,37 @@
+// gpufeed::detail::device_decode — what one batch asks of the device when its records are
+// decoded there (docs/design.md, "GPU decode in the loader"): the compressed bytes of the units
+// it stages, the units (detail/codec/gpu_units.hpp) that decode them into the device cache, and
+// the runs that gather its records from the cache into the batch. All of it lies in pinned host
+// memory, copied to the device with the batch. Host only: no CUDA header.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "gpufeed/detail/codec/gpu_units.hpp"
+
+namespace gpufeed::detail::device_decode {
+
+// One copy of decoded bytes into a batch: `len` bytes at `src` in the device cache to `dst` in
+// the batch's data (the slot's data region, detail/loader/slot_layout.hpp).
+struct gather_run {
+  std::uint64_t src = 0;
+  std::uint64_t dst = 0;
+  std::uint64_t len = 0;
+};
+
+// One batch's device work. Unit offsets: `src` into `compressed`, `dst` and `stage` into the
+// device cache (a unit's stage lies in its own cache place, docs/design.md). Spans may be empty.
+struct work_image {
+  const std::byte* compressed = nullptr;
+  std::size_t compressed_bytes = 0;
+  const codec::gpu_unit* units = nullptr;
+  std::size_t unit_count = 0;
+  const gather_run* runs = nullptr;
+  std::size_t run_count = 0;
+};
+
+// Unit status words the device writes back (cuda/detail/codec: unit_status): 0 is success.
+inline constexpr std::uint32_t unit_ok = 0;
+
+}  // namespace gpufeed::detail::device_decode
