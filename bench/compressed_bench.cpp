@@ -17,6 +17,8 @@
 //     --ranks-from-env    the loader's rank and world size from the launcher (mpirun, torchrun):
 //                      one process per GPU, each delivering its share (scripts/gpu-delivery.sh)
 //     --no-decode-ahead   loader_config::decode_ahead = false (block_shuffled; on by default)
+//     --decode automatic|host|device   loader_config::decode (where chunks are decoded; the
+//                         loader cases report stats().device_decode under "device_decode")
 //     --keep-cache     keep decoded chunks across epochs (by default the cache forgets them at
 //                      each epoch's end, keeping their buffers, so each epoch's rate is a
 //                      decode rate into memory already faulted in, as in a long run)
@@ -84,6 +86,7 @@ struct options {
   bool cold = false, json = false;
   bool no_decode_ahead = false, keep_cache = false;
   std::string target = "cuda";
+  std::string decode = "automatic";
   std::string numa = "auto";
   bool ranks_from_env = false;
 };
@@ -287,6 +290,7 @@ struct case_result {
   nlohmann::json decode;                       // stats().decode, when the source reports it
   nlohmann::json time;                         // where the workers' time went (loader cases)
   nlohmann::json numa;                         // stats().numa (loader cases)
+  nlohmann::json device_decode;                // stats().device_decode (loader cases)
 };
 
 // The settings every case shares: one process, the options' batch, workers and prefetch.
@@ -305,6 +309,9 @@ gpufeed::loader_config case_config(const options& o, gpufeed::sample_order order
   c.workers = o.workers;
   c.prefetch = o.prefetch;
   c.chunk_records = o.chunk_records;
+  c.decode = o.decode == "host"     ? gpufeed::decode_site::host
+             : o.decode == "device" ? gpufeed::decode_site::device
+                                    : gpufeed::decode_site::automatic;
   return c;
 }
 
@@ -365,6 +372,20 @@ class runner {
     r.numa = {{"mode", s.numa.mode},           {"node", s.numa.node},
               {"honoured", s.numa.honoured},   {"slot_node", s.numa.slot_node},
               {"worker_node", s.numa.worker_node}, {"reason", s.numa.reason}};
+    const gpufeed::device_decode_stats& d = s.device_decode;
+    r.device_decode = {{"on", d.on},
+                       {"units", d.device.units},
+                       {"compressed_bytes", d.device.compressed_bytes},
+                       {"gathered_bytes", d.device.gathered_bytes},
+                       {"host_bytes", d.device.host_bytes},
+                       {"decode_seconds", d.device.decode_seconds},
+                       {"timed_batches", d.device.timed_batches},
+                       {"units_staged", d.units_staged},
+                       {"no_room", d.no_room},
+                       {"batches_redone", d.batches_redone},
+                       {"cache_places", d.cache_places},
+                       {"peak_places", d.peak_places},
+                       {"place_bytes", d.place_bytes}};
     return r;
   }
 
@@ -452,7 +473,7 @@ nlohmann::json to_json(const case_result& r) {
           {"records", r.records},    {"batches", r.batches},   {"stall", r.stall},
           {"full_epoch", r.full_epoch}, {"mean_distinct_labels", r.mean_distinct},
           {"mean_label_entropy_bits", r.mean_entropy}, {"decode", r.decode},
-          {"time", r.time}, {"numa", r.numa}};
+          {"time", r.time}, {"numa", r.numa}, {"device_decode", r.device_decode}};
 }
 
 bool wants(const options& o, const char* c) {
@@ -474,6 +495,8 @@ int main(int argc, char** argv) {
   app.add_option("--windows", o.windows)->delimiter(',');
   app.add_flag("--cold", o.cold);
   app.add_flag("--no-decode-ahead", o.no_decode_ahead, "loader_config::decode_ahead = false");
+  app.add_option("--decode", o.decode, "loader_config::decode: automatic, host or device")
+      ->check(CLI::IsMember({"automatic", "host", "device"}));
   app.add_flag("--keep-cache", o.keep_cache,
                "keep decoded chunks across epochs (by default each epoch decodes its own)");
   app.add_flag("--json", o.json);
@@ -509,6 +532,8 @@ int main(int argc, char** argv) {
       std::fprintf(log, "  labels/batch %.1f, entropy %.2f bits", r.mean_distinct, r.mean_entropy);
     if (!r.decode.empty()) std::fprintf(log, "  decode %s", r.decode.dump().c_str());
     if (!r.time.empty()) std::fprintf(log, "  time %s", r.time.dump().c_str());
+    if (r.device_decode.is_object() && r.device_decode.value("on", false))
+      std::fprintf(log, "  device_decode %s", r.device_decode.dump().c_str());
     std::fprintf(log, "\n");
     std::fflush(log);
     out.push_back(to_json(r));

@@ -219,6 +219,13 @@ class hdf5_source {
     if (state_) detail::hdf5::advise_source_records(*state_, first, count);
   }
 
+  // Models device_decoding_source: how its compressed units take a device cache (the first
+  // shard's chunking; place_bytes 0 when its chunks cannot be decoded on a device), for a
+  // loader that decodes there (docs/design.md, "GPU decode in the loader").
+  [[nodiscard]] detail::device_decode::device_units device_units() const noexcept {
+    return state_ ? state_->device_units : detail::device_decode::device_units{};
+  }
+
   // Models decode_stats_source: counters since the source was opened, over all its readers.
   [[nodiscard]] ::gpufeed::decode_stats decode_stats() const { return state().cache->stats(); }
 

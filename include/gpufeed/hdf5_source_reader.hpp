@@ -61,6 +61,17 @@ class hdf5_source::reader {
   bool confirm_reads() noexcept { return impl_.confirm_reads(); }
   void confirm(std::uint64_t i) const { impl_.confirm(i); }
 
+  // Stages record i for decoding on the device instead of reading it (docs/design.md, "GPU
+  // decode in the loader"): the bands of compressed chunks it touches are in the device cache or
+  // staged into batch work `w` (their compressed bytes and units), and the runs that gather it
+  // to `dst` in the batch's data are in `w`. False: it cannot be (a shard whose chunks the
+  // device does not decode, no room, bytes that cannot be read): read it with read(), which
+  // reports any error. Never throws.
+  bool stage_device(std::uint64_t i, std::uint64_t dst, detail::device_decode::batch_work& w,
+                    detail::device_decode::unit_directory& dir) noexcept {
+    return impl_.stage_device(i, dst, w, dir);
+  }
+
   // Drops this reader's scratch buffers when they hold more than 16 MiB (the shared cache of
   // decoded chunks stays: the next batch may reuse it), and its pin on the shard it read last.
   void idle() noexcept { impl_.idle(std::size_t{16} << 20); }

@@ -76,6 +76,17 @@ concept loader_options_type = requires {
 // policy.
 enum class error_policy { throw_error, skip, substitute };
 
+// Where compressed records are decoded (docs/design.md, "GPU decode in the loader"):
+//   automatic  on the target's device when it is a GPU, the source decodes there (hdf5_source:
+//              chunks whose filters all have GPU decoders) and no per-record transform runs;
+//              else in the workers
+//   host       in the workers, on the CPU
+//   device     on the device; a config_error, saying why, when it cannot be
+// Records the device cannot take (another shard's filters, no room in its cache) are read in
+// the workers either way, and a unit that fails to decode there is read again on the host, so
+// errors name the record in the CPU path's words.
+enum class decode_site { automatic, host, device };
+
 struct loader_config {
   std::size_t batch_size = 256;
   ::gpufeed::target target = ::gpufeed::target::host();
@@ -93,6 +104,10 @@ struct loader_config {
   // cache then holds two windows. On by default (it removes the workers' idle time at window
   // starts: docs/design.md, "HDF5 compressed chunks"); false halves the cache for the same window.
   bool decode_ahead = true;
+  decode_site decode = decode_site::automatic;
+  // Device memory for decoded units when decoding there; 0 = automatic (two windows of
+  // block_shuffled, or the batches in flight, at most 4 GiB).
+  std::size_t device_cache_bytes = 0;
   std::optional<partition> part;          // nullopt: from the launcher's environment
   std::uint64_t epochs = 0;               // stop after this many epochs; 0 = never
   // Continue from a saved state (its seed wins), saved at any world size or batch size.

@@ -73,6 +73,12 @@
 #include <string>
 #include <utility>
 
+namespace gpufeed::detail::device_decode {  // detail/device_decode/ (complete where used)
+class batch_work;
+class unit_directory;
+struct device_units;
+}  // namespace gpufeed::detail::device_decode
+
 namespace gpufeed {
 
 // What a loader tells its source about the reads to come (plan_reads).
@@ -248,6 +254,22 @@ concept confirming_reader = requires(R& r, std::uint64_t i) {
   { r.confirm_reads() } noexcept -> std::convertible_to<bool>;
   r.confirm(i);
 };
+
+// A source whose records can be decoded on the loader's device (docs/design.md, "GPU decode in
+// the loader"): s.device_units() sizes the device cache (place_bytes 0: none can), and its
+// reader's r.stage_device(i, dst, work, directory) (noexcept) stages record i for the device
+// instead of reading it, or returns false for the loader to read it on the host.
+template <class S>
+using source_reader_t = decltype(std::declval<const S&>().make_reader());
+
+template <class S>
+concept device_decoding_source =
+    reader_source<S> &&
+    requires(const S& s, source_reader_t<S>& r, std::uint64_t i,
+             detail::device_decode::batch_work& w, detail::device_decode::unit_directory& d) {
+      { s.device_units() } -> std::convertible_to<detail::device_decode::device_units>;
+      { r.stage_device(i, i, w, d) } noexcept -> std::convertible_to<bool>;
+    };
 
 // Calls r.idle() when the reader defines it.
 template <class R>

@@ -30,6 +30,18 @@ struct worker_stats {
                             // the consumer's first request
 };
 
+// Decoding on the device (loader_config::decode; docs/design.md, "GPU decode in the loader").
+struct device_decode_stats {
+  bool on = false;                    // the loader decodes on its device
+  device_decode_counters device;      // what the engine did: units, bytes over the link, time
+  std::uint64_t units_staged = 0;     // units the batches sent to the device to decode
+  std::uint64_t no_room = 0;          // unit claims refused (cache full): records read on the host
+  std::uint64_t batches_redone = 0;   // batches read again on the host after a unit's decode failed
+  std::size_t cache_places = 0;       // decoded units the device cache holds
+  std::size_t peak_places = 0;        // the most it held at once
+  std::uint64_t place_bytes = 0;      // device bytes of one place (a unit decoded, and its stage)
+};
+
 struct loader_stats {
   double elapsed_seconds = 0;          // wall time since the consumer's first next()
   std::uint64_t batches = 0;           // delivered to the consumer
@@ -40,6 +52,7 @@ struct loader_stats {
   double planner_wait_seconds = 0;     // planner waiting for a free slot (backpressure)
   std::vector<worker_stats> workers;
   transfer_counters transfer;          // H2D copies (device target)
+  device_decode_stats device_decode;   // decoding on the device (device target)
   double ready_queue_mean = 0;         // batches ready when the consumer asked (mean)
   std::size_t ready_queue_capacity = 0;  // prefetch depth
   std::size_t pinned_bytes = 0;        // staging memory (pinned on device targets)

@@ -48,7 +48,7 @@
 
 namespace gpufeed {
 
-enum class bottleneck { consumer, h2d, storage, decode, read, pipeline, unknown };
+enum class bottleneck { consumer, h2d, storage, decode, read, pipeline, gpu_decode, unknown };
 
 inline const char* to_string(bottleneck b) noexcept {
   switch (b) {
@@ -58,6 +58,7 @@ inline const char* to_string(bottleneck b) noexcept {
     case bottleneck::decode: return "decode";
     case bottleneck::read: return "read";
     case bottleneck::pipeline: return "pipeline";
+    case bottleneck::gpu_decode: return "gpu_decode";
     case bottleneck::unknown: break;
   }
   return "unknown";
@@ -151,6 +152,26 @@ inline verdict diagnose(const loader_stats& s, unsigned cores = 0) {
             static_cast<double>(s.decode->cache_peak_bytes) / 1048576.0) +
         fmt(" of a %.0f MiB budget", static_cast<double>(s.decode->cache_budget_bytes) / 1048576.0));
 
+  // Decoding on the device: what crossed the link for what it delivered, and how busy the
+  // device's decode stream was (its kernels timed on a sample of batches).
+  const device_decode_stats& dd = s.device_decode;
+  double gpu_busy = 0;
+  if (dd.on) {
+    const double gathered = static_cast<double>(dd.device.gathered_bytes);
+    const double moved = static_cast<double>(dd.device.compressed_bytes + dd.device.host_bytes);
+    v.evidence.push_back(
+        fmt("decoded on the GPU: %.0f units; ", static_cast<double>(dd.device.units)) +
+        fmt("%.3f GB over the link for %.3f GB gathered there", moved / 1e9, gathered / 1e9) +
+        (gathered > 0 ? fmt(" (%.2f x the records' bytes)", moved / gathered) : std::string()) +
+        fmt("; %.0f batches read again on the host", static_cast<double>(dd.batches_redone)));
+    if (dd.device.timed_batches && dd.device.batches)
+      gpu_busy = std::min(1.0, dd.device.decode_seconds /
+                                   static_cast<double>(dd.device.timed_batches) *
+                                   static_cast<double>(dd.device.batches) / elapsed);
+    if (dd.device.timed_batches)
+      v.evidence.push_back(fmt("GPU decode and gather busy %.1f %% of the time", 100 * gpu_busy));
+  }
+
   const double per_record = detail::worker_seconds_per_record(s);
   if (per_record > 0)
     v.evidence.push_back(fmt("worker time per record: %.2f us (%.0f records/s per worker)",
@@ -187,6 +208,28 @@ inline verdict diagnose(const loader_stats& s, unsigned cores = 0) {
                        "the link.", 100 * busy);
     v.suggestion = "copy less (decode or crop on the GPU, send uint8 not float), use larger "
                    "batches (copies under 1 MiB are slow), check the PCIe link with gpufeed doctor";
+    return v;
+  }
+  if (dd.on && gpu_busy >= 0.85) {
+    v.stage = bottleneck::gpu_decode;
+    v.summary = fmt("Decoding on the GPU bounds throughput: its decode and gather kernels ran "
+                    "%.0f %% of the time.", 100 * gpu_busy);
+    v.suggestion = "pack with a codec the GPU decodes faster (bitshuffle-lz4, or LZ4 in 64 KiB "
+                   "blocks: each block is decoded by its own warp), or decode part on the host "
+                   "(loader_config::decode = host for comparison)";
+    return v;
+  }
+  if (saturated && dd.on && io_share <= 0.5) {
+    v.stage = bottleneck::read;
+    v.summary = fmt(workers > 1 ? "Reading compressed bytes for the GPU bounds throughput: "
+                                  "workers are busy %.0f %% of the time, %.0f %% of it on a CPU."
+                                : "Reading compressed bytes for the GPU bounds throughput: the "
+                                  "worker is busy %.0f %% of the time, %.0f %% of it on a CPU.",
+                    100 * busy, 100 * cpu_share);
+    v.suggestion = cores && static_cast<double>(cores) > workers
+                       ? "raise workers: " + detail::count_of(workers, "worker") + " run on " +
+                             detail::count_of(static_cast<double>(cores), "core")
+                       : "use larger batches or records (the workers' cost is per record)";
     return v;
   }
   if (saturated) {

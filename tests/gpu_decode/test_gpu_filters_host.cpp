@@ -163,7 +163,7 @@ TEST_CASE("pipelines without a GPU decoder are refused, and no unit is left behi
     CHECK(units.empty());
   }
   h5::filter_step bs = step(k::bitshuffle, 4);
-  bs.compression = codec::bitshuffle_zstd;
+  bs.compression = codec::bitshuffle_mode::zstd;
   CHECK_FALSE(
       h5::plan_gpu_chunk(std::vector{bs}, 0, as_bytes(stored), 64, 0, 0, 0, units).status.ok);
   const std::vector<h5::filter_step> many(33, step(k::shuffle, 4));

@@ -84,9 +84,9 @@ TEST_CASE("the registry holds HDF5's ids and the plugins' registered ids, and gp
     CHECK(std::string(codec::name_of(r.k)) == r.name);
   }
   // Bitshuffle's names with its compression, as the pipeline's description gives them.
-  CHECK(std::string(codec::bitshuffle_name(codec::bitshuffle_none)) == "bitshuffle");
-  CHECK(std::string(codec::bitshuffle_name(codec::bitshuffle_lz4)) == "bitshuffle(lz4)");
-  CHECK(std::string(codec::bitshuffle_name(codec::bitshuffle_zstd)) == "bitshuffle(zstd)");
+  CHECK(std::string(codec::bitshuffle_name(codec::bitshuffle_mode::none)) == "bitshuffle");
+  CHECK(std::string(codec::bitshuffle_name(codec::bitshuffle_mode::lz4)) == "bitshuffle(lz4)");
+  CHECK(std::string(codec::bitshuffle_name(codec::bitshuffle_mode::zstd)) == "bitshuffle(zstd)");
   // HDF5's own filters gpufeed leaves to HDF5: kind `other`, named as messages name them.
   const std::pair<int, const char*> left[] = {{H5Z_FILTER_SZIP, "szip"},
                                               {H5Z_FILTER_NBIT, "nbit"},
@@ -169,7 +169,7 @@ TEST_CASE("every codec pack writes decodes back through the reader's decoder of 
     gpufeed::detail::hdf5::filter_step f;
     f.kind = cc.kind;
     f.element_size = 4;
-    if (cc.kind == kind::bitshuffle) f.compression = codec::bitshuffle_lz4;
+    if (cc.kind == kind::bitshuffle) f.compression = codec::bitshuffle_mode::lz4;
     CHECK(gpufeed::detail::hdf5::compresses(f));
     back.assign(in.size(), std::byte{0xee});
     gpufeed::detail::hdf5::chunk_decoders decoders;

@@ -286,3 +286,31 @@ TEST_CASE("saturated workers on small records: the per-record cost, never the co
   big.consumer_wait_seconds = 0.5;
   CHECK(diagnose(big, 4).stage != bottleneck::consumer);
 }
+
+TEST_CASE("decoding on the GPU: its kernels busy name gpu_decode; busy workers name their reads") {
+  loader_stats s = recorded(4, 0.5, 0.9, 0.0);
+  s.device_decode.on = true;
+  s.device_decode.device.batches = 1000;
+  s.device_decode.device.timed_batches = 100;
+  s.device_decode.device.decode_seconds = 0.95;  // 9.5 ms a batch: 95 % of the 10 s run
+  s.device_decode.device.units = 64000;
+  s.device_decode.device.compressed_bytes = s.bytes / 2;
+  s.device_decode.device.gathered_bytes = s.bytes;
+  verdict v = diagnose(s, 16);
+  CHECK(v.stage == bottleneck::gpu_decode);
+  CHECK(v.summary.find("95 %") != std::string::npos);
+  const std::string all = v.report();
+  CHECK(all.find("(0.50 x the records' bytes)") != std::string::npos);
+  CHECK(all.find("busy 95.0 %") != std::string::npos);
+
+  s.device_decode.device.decode_seconds = 0.2;  // the GPU idles; the workers are saturated
+  s = [&] {
+    loader_stats busy = recorded(4, 0.97, 0.9, 0.0);
+    busy.device_decode = s.device_decode;
+    return busy;
+  }();
+  v = diagnose(s, 16);
+  CHECK(v.stage == bottleneck::read);
+  CHECK(v.summary.find("compressed bytes for the GPU") != std::string::npos);
+  CHECK(v.suggestion.find("raise workers") != std::string::npos);
+}

@@ -44,12 +44,14 @@ namespace gpufeed::detail::codec {
 inline constexpr identity bitshuffle_codec{kind::bitshuffle, 32008, "bitshuffle"};
 
 // cd_values[4], the compression of the blocks.
-inline constexpr unsigned bitshuffle_none = 0, bitshuffle_lz4 = 2, bitshuffle_zstd = 3;
+namespace bitshuffle_mode {
+inline constexpr unsigned none = 0, lz4 = 2, zstd = 3;
+}  // namespace bitshuffle_mode
 
 // The filter's name with its compression, as descriptions and messages give it.
 constexpr const char* bitshuffle_name(unsigned compression) noexcept {
-  return compression == bitshuffle_lz4    ? "bitshuffle(lz4)"
-         : compression == bitshuffle_zstd ? "bitshuffle(zstd)"
+  return compression == bitshuffle_mode::lz4    ? "bitshuffle(lz4)"
+         : compression == bitshuffle_mode::zstd ? "bitshuffle(zstd)"
                                           : "bitshuffle";
 }
 
@@ -106,7 +108,7 @@ class bitshuffle_decoder {
       return failed("bitshuffle filter", "chunk of " + std::to_string(dst.size()) +
                                              " bytes is not a whole number of elements");
     const std::size_t count = dst.size() / e;
-    if (compression == bitshuffle_none) {
+    if (compression == bitshuffle_mode::none) {
       if (src.size() != dst.size())
         return failed("bitshuffle filter", "stored " + std::to_string(src.size()) +
                                                " bytes, expected " + std::to_string(dst.size()));
@@ -122,11 +124,12 @@ class bitshuffle_decoder {
       std::memcpy(dst.data() + at, src.data() + at, dst.size() - at);
       return {};
     }
-    if (compression != bitshuffle_lz4 && compression != bitshuffle_zstd)
+    if (compression != bitshuffle_mode::lz4 && compression != bitshuffle_mode::zstd)
       return failed("bitshuffle filter", "unknown compression " + std::to_string(compression));
     const result r = decode_compressed(src, dst, e, compression);
-    if (!r.ok && !r.library_failed && compression == bitshuffle_zstd && src.size() == dst.size())
-      return decode(src, dst, e, block, bitshuffle_none);  // Debian's plugin's Zstd mode
+    if (!r.ok && !r.library_failed && compression == bitshuffle_mode::zstd &&
+        src.size() == dst.size())
+      return decode(src, dst, e, block, bitshuffle_mode::none);  // Debian's plugin's Zstd mode
     return r;
   }
 
@@ -157,7 +160,7 @@ class bitshuffle_decoder {
       if (c > src.size() - at)
         return failed("bitshuffle filter", "a block runs past the end of the chunk");
       const std::span<std::byte> t = block_scratch(n * e);
-      const result r = compression == bitshuffle_lz4 ? lz4_block(src.subspan(at, c), t)
+      const result r = compression == bitshuffle_mode::lz4 ? lz4_block(src.subspan(at, c), t)
                                                      : zstd_.decode(src.subspan(at, c), t);
       if (!r.ok) return r;
       bit_untranspose(t.data(), dst.data() + out, n, e);

@@ -62,8 +62,9 @@ class unit_directory {
   [[nodiscard]] std::size_t places() const noexcept { return places_.size(); }
 
   // Batch `batch` needs unit `key`. Pins the unit's place for the batch (once per batch: `pins`
-  // collects the batch's places, released by submitted()). Waits while another task stages it.
-  claim acquire(std::uint64_t key, std::uint64_t batch, std::vector<std::uint32_t>& pins) {
+  // collects the batch's units, released by submitted()). Waits while another task stages it.
+  // Calls for one batch share `pins`, which this lock guards.
+  claim acquire(std::uint64_t key, std::uint64_t batch, std::vector<unit_ref>& pins) {
     std::unique_lock lock(mutex_);
     for (;;) {
       auto it = units_.find(key);
@@ -120,9 +121,10 @@ class unit_directory {
   }
 
   // The batch that pinned `pins` was submitted (in sequence order): its places may be reused.
-  void submitted(const std::vector<std::uint32_t>& pins) noexcept {
+  void submitted(const std::vector<unit_ref>& pins) noexcept {
     std::lock_guard lock(mutex_);
-    for (const std::uint32_t at : pins) {
+    for (const unit_ref& r : pins) {
+      const std::uint32_t at = r.place;
       place& p = places_[at];
       if (p.pins > 0 && --p.pins == 0 && p.held) lru_push(at);
       if (p.pins == 0 && !p.held) release_place(at);
@@ -177,7 +179,7 @@ class unit_directory {
 
   std::uint64_t offset_of(std::uint32_t at) const noexcept { return at * place_bytes_; }
 
-  void pin(std::uint32_t at, std::uint64_t batch, std::vector<std::uint32_t>& pins) {
+  void pin(std::uint32_t at, std::uint64_t batch, std::vector<unit_ref>& pins) {
     place& p = places_[at];
     if (p.pinned_by == batch && p.pins > 0) return;
     p.pinned_by = batch;
@@ -185,7 +187,7 @@ class unit_directory {
       lru_.erase(p.in_lru);
       p.listed = false;
     }
-    pins.push_back(at);
+    pins.push_back(unit_ref{at, p.generation});
   }
 
   // A free place, else the least recently released unpinned unit's.

@@ -23,12 +23,25 @@ struct gather_run {
 // One batch's device work. Unit offsets: `src` into `compressed`, `dst` and `stage` into the
 // device cache (a unit's stage lies in its own cache place, docs/design.md). Spans may be empty.
 struct work_image {
+  std::size_t data_offset = 0;  // where the batch's data begins in its target slot
   const std::byte* compressed = nullptr;
   std::size_t compressed_bytes = 0;
   const codec::gpu_unit* units = nullptr;
   std::size_t unit_count = 0;
   const gather_run* runs = nullptr;
   std::size_t run_count = 0;
+};
+
+// What a source whose records can be decoded on a device (source.hpp, device_decoding_source)
+// tells the loader to size the device cache and the batches' work areas: its units' device
+// place (decoded bytes plus stage, hdf5/device_stage.hpp), their largest stored size and their
+// records. place_bytes 0: none of its records decode on a device.
+struct device_units {
+  std::uint64_t place_bytes = 0;
+  std::uint64_t stored_bytes = 0;   // compressed bytes of the largest unit
+  std::uint64_t unit_records = 0;   // records per unit (rows per band; blob: the mean)
+  std::uint64_t units = 0;          // units of the source
+  std::uint64_t record_runs = 0;    // gather runs one record needs, at most
 };
 
 // Unit status words the device writes back (cuda/detail/codec: unit_status): 0 is success.

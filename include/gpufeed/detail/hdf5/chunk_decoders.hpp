@@ -24,7 +24,7 @@ inline bool compresses(const filter_step& f) noexcept {
     case codec::kind::fletcher32:
       return false;
     case codec::kind::bitshuffle:
-      return f.compression != codec::bitshuffle_none;
+      return f.compression != codec::bitshuffle_mode::none;
     case codec::kind::none:
     case codec::kind::other:
       return false;  // no filter, or unknown: never decoded by gpufeed

@@ -199,7 +199,7 @@ class chunk_checker {
         if (src.size() < 12) corrupt(g, file, global, "chunk shorter than its header", "header");
         n = codec::read_be64(src.data());
         // the form Debian's plugin writes in Zstd mode keeps the size (bitshuffle.hpp)
-        if (f.kind == codec::kind::bitshuffle && f.compression == codec::bitshuffle_zstd &&
+        if (f.kind == codec::kind::bitshuffle && f.compression == codec::bitshuffle_mode::zstd &&
             n > limit)
           n = src.size();
         break;

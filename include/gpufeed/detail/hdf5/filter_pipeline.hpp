@@ -30,8 +30,8 @@ static_assert(std::string_view(codec::filter_row(H5Z_FILTER_SCALEOFFSET)->name) 
 // zero element size divides by zero; an unknown compression code is read as uncompressed).
 inline void check_bitshuffle_values(const unsigned* cd, std::size_t ncd, const std::string& file) {
   if (ncd < 3 || cd[2] == 0 ||
-      (ncd >= 5 && cd[4] != codec::bitshuffle_none && cd[4] != codec::bitshuffle_lz4 &&
-       cd[4] != codec::bitshuffle_zstd))
+      (ncd >= 5 && cd[4] != codec::bitshuffle_mode::none && cd[4] != codec::bitshuffle_mode::lz4 &&
+       cd[4] != codec::bitshuffle_mode::zstd))
     format_fail("dataset's Bitshuffle filter parameters are not valid (" +
                     (ncd < 3 ? std::to_string(ncd) + " parameters"
                      : cd[2] == 0
@@ -78,7 +78,7 @@ inline std::string read_pipeline(shard_index& s, hid_t dcpl, const std::string& 
         check_bitshuffle_values(cd.data(), ncd, file);
         step.element_size = cd[2];
         step.block = ncd > 3 ? cd[3] : 0;
-        step.compression = ncd > 4 ? cd[4] : codec::bitshuffle_none;
+        step.compression = ncd > 4 ? cd[4] : codec::bitshuffle_mode::none;
         s.description.filters.push_back(codec::bitshuffle_name(step.compression));
         break;
       case codec::kind::none:

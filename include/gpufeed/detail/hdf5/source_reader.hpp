@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "gpufeed/detail/hdf5/adjacent_read.hpp"
+#include "gpufeed/detail/hdf5/device_stage.hpp"
 #include "gpufeed/detail/hdf5/record_plan.hpp"
 #include "gpufeed/detail/hdf5/record_reader.hpp"
 #include "gpufeed/detail/hdf5/source_state.hpp"
@@ -166,6 +167,21 @@ class source_reader {
     }
   }
 
+  // Stages record i for decoding on the device, its bytes going to `dst` in the batch's data
+  // (device_stage.hpp). False: read it on the host (which reports whatever failed). Never throws.
+  bool stage_device(std::uint64_t i, std::uint64_t dst, device_decode::batch_work& w,
+                    device_decode::unit_directory& dir) noexcept {
+    try {
+      const std::size_t k = state_->locate(i);
+      if (!held_.holds(k)) held_.release();
+      const auto& s = state_->shard(k);
+      if (!held_.holds(k)) held_.hold(&state_->space.lru(), k);
+      return stager_.stage_record(s, state_->key_base[k], i - state_->first(k), dst, w, dir);
+    } catch (...) {
+      return false;
+    }
+  }
+
   // Drops the scratch buffers past `keep` bytes, and the pin on the shard read last.
   void idle(std::size_t keep) noexcept {
     impl_.release(keep);
@@ -256,6 +272,7 @@ class source_reader {
   held_pin held_;  // the shard read last, pinned until another is read or idle()
   record_reader impl_;
   std::vector<iovec> iov_;  // read_run's scratch
+  device_stager stager_;    // stage_device's plans and unit lists
   bool confirm_each_ = true;
   // Mapped shards read since the last confirm_reads(): touched_at_[k] == stamp_ for those in
   // touched_. What the last confirm_reads() found: shards that shrank (their size now), or

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "gpufeed/detail/hdf5/device_stage.hpp"
 #include "gpufeed/detail/hdf5/open_shard.hpp"
 #include "gpufeed/detail/hdf5/shard.hpp"
 #include "gpufeed/detail/hdf5/shard_extent.hpp"
@@ -64,6 +65,7 @@ struct source_state {
   std::size_t max_record = 0;
   bool labels = false;
   unit_cache::unit_geometry units;  // for the cache budget (the first shard's)
+  device_decode::device_units device_units;  // for device decode (the first shard's)
   bool explicit_budget = false;     // hdf5_options::decode_cache_bytes was set
   std::unique_ptr<unit_cache::shared_chunk_cache> cache;  // shared by every reader; its own lock
 
@@ -192,6 +194,7 @@ struct source_state {
     // The cache budget from the first shard's chunking (unopened shards' is unknown here; shards
     // share their row shape, and pack writes them alike).
     units = unit_geometry_of(z, shard_count());
+    device_units = device_units_of(z, shard_count());
     explicit_budget = req.decode_cache_bytes.has_value();
     cache = std::make_unique<unit_cache::shared_chunk_cache>(
         explicit_budget ? *req.decode_cache_bytes

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <optional>
@@ -21,6 +22,9 @@
 #include "gpufeed/decode_stats.hpp"
 #include "gpufeed/detail/loader/config.hpp"
 #include "gpufeed/detail/loader/delivery.hpp"
+#include "gpufeed/detail/loader/device_stage.hpp"
+#include "gpufeed/detail/loader/error_policy.hpp"
+#include "gpufeed/detail/loader/read_stage.hpp"
 #include "gpufeed/detail/loader/producer.hpp"
 #include "gpufeed/detail/loader/state.hpp"
 #include "gpufeed/detail/thread_group.hpp"
@@ -39,6 +43,10 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
   static std::shared_ptr<pipeline> make(const Source& src, pipeline_setup setup) {
     std::unique_ptr<transfer_engine> engine = setup.config.target.make_engine();
     const slot_counts n = slot_counts::of(setup.config, *engine);
+    // Decoding on the device: the workers decode nothing ahead (the device decodes each unit
+    // once, for every batch after the one that stages it).
+    const std::optional<device_decode_plan> decode = plan_device_decode(src, setup, *engine);
+    if (decode) setup.config.decode_ahead = false;
     read_plan plan;  // before any worker reads: the source sizes what it keeps for these reads
     plan.lookahead_records =
         static_cast<std::uint64_t>(setup.config.prefetch) * setup.config.batch_size;
@@ -50,14 +58,15 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
                             setup.order.units().max_records();
     plan.decode_ahead = window_read_ahead<Source>::decodes_ahead(setup);
     plan_reads(src, plan);
-    auto p = std::make_shared<pipeline>(key{}, src, std::move(setup), std::move(engine), n);
+    auto p = std::make_shared<pipeline>(key{}, src, std::move(setup), std::move(engine), n,
+                                        decode);
     p->start();
     return p;
   }
 
   pipeline(key, const Source& src, pipeline_setup&& setup, std::unique_ptr<transfer_engine> e,
-           slot_counts n)
-      : state_(std::move(setup), std::move(e), n), producer_(src, state_), source_(src) {
+           slot_counts n, const std::optional<device_decode_plan>& decode)
+      : state_(std::move(setup), std::move(e), n, decode), producer_(src, state_), source_(src) {
     if constexpr (decode_stats_source<Source>) decode_start_ = src.decode_stats();
   }
 
@@ -87,6 +96,7 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
                                    e.meta.sequence);
     // A failed batch holds no slot: finish() returned its slots when it failed.
     if (e.error) std::rethrow_exception(e.error);
+    if (state_.device && state_.device->slot(e.slot).device_work) check_decoded(e);
     return hand_out(std::move(e));
   }
 
@@ -132,6 +142,19 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
     if constexpr (decode_stats_source<Source>)
       s.decode = since(source_.decode_stats(), decode_start_);
     s.numa = state_.numa.stats();
+    if (state_.device) {
+      device_stage& d = *state_.device;
+      s.pinned_bytes += d.pinned_bytes();
+      s.device_decode.on = true;
+      s.device_decode.device = state_.engine->decoder()->decode_counters();
+      s.device_decode.units_staged = d.directory().staged_units();
+      s.device_decode.no_room = d.directory().no_room();
+      s.device_decode.batches_redone = d.redone();
+      s.device_decode.cache_places = d.directory().places();
+      s.device_decode.peak_places = d.directory().peak_places();
+      s.device_decode.place_bytes = d.directory().place_bytes();
+      s.device_bytes += s.device_decode.device.cache_bytes + s.device_decode.device.work_bytes;
+    }
     return s;
   }
 
@@ -172,6 +195,39 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
     state_.engine->release(d, consumer);
     state_.slots.return_target(d);
     state_.slots.staging_may_return();  // in place: the batch's staging slot is reclaimable
+  }
+
+  // Device decode: the batch in target slot e.slot is handed out only once its units decoded
+  // (statuses waits for that decode if it has not finished); otherwise, or when it gathered
+  // from a unit another batch failed to decode, it is read again here, on the host, and the
+  // error policy applies to it as on the host path (the records' own errors, named). Throws
+  // the batch's error (its slot given back) when the policy fails it.
+  void check_decoded(ready_entry& e) {
+    unit_decoder* dec = state_.engine->decoder();
+    const pipeline_setup& p = state_.setup;
+    try {
+      if (state_.device->check(e.slot, dec->statuses(e.slot))) return;
+      const slot_layout l = p.layout();
+      staging_slot host;
+      host.buffer = resource_buffer(pageable_resource::instance(), l.slot_bytes());
+      std::memcpy(host.buffer.data(), state_.mirrors[e.slot].data(), l.data_offset());
+      host.meta = e.meta;
+      auto reader = make_reader(source_);
+      std::vector<std::size_t> late;
+      std::uint64_t failures = 0;
+      read_records(reader, host, l, 0, host.meta.records, nullptr, 0, 1, late, failures);
+      std::vector<skipped_record> skipped = apply_error_policy(host, l, p.config.on_error);
+      if (host.error) std::rethrow_exception(host.error);
+      dec->overwrite(e.slot, host.buffer.data(), l.data_offset() + host.meta.data_bytes);
+      std::memcpy(state_.mirrors[e.slot].data(), host.buffer.data(), l.data_offset());
+      for (const auto& r : skipped) state_.meter.skipped(r);
+      e.meta = host.meta;
+      e.skipped.insert(e.skipped.end(), skipped.begin(), skipped.end());
+    } catch (...) {
+      state_.ready.unheld();
+      give_back(e.slot, p.config.consumer_stream);
+      throw;
+    }
   }
 
   // The consumer's stream waits for the batch; the batch leases target slot e.slot.

@@ -26,7 +26,8 @@
 #include <vector>
 
 #include "gpufeed/detail/loader/delivery.hpp"
-#include "gpufeed/detail/loader/error_policy.hpp"
+#include "gpufeed/detail/loader/device_stage.hpp"
+#include "gpufeed/detail/loader/handoff.hpp"
 #include "gpufeed/detail/loader/planning.hpp"
 #include "gpufeed/detail/loader/read_stage.hpp"
 #include "gpufeed/detail/loader/read_ahead.hpp"
@@ -40,7 +41,7 @@ template <source Source>
 class producer {
  public:
   producer(const Source& src, loader_state& state)
-      : source_(src), s_(state), read_ahead_(src, state.setup) {}
+      : source_(src), s_(state), read_ahead_(src, state.setup), handoff_(src, state) {}
 
   // Nothing the planner throws leaves its thread: a batch it cannot plan fails with the error
   // (plan_batch's), and anything else fails the next batch and ends the stream there.
@@ -88,6 +89,8 @@ class producer {
       slot.meta.on_device = !p.config.target.is_host();
       slot.failures.clear();
       slot.error = nullptr;
+      slot.host_only = false;
+      if (s_.device) s_.device->work(*s).reset(slot.meta.sequence);
       const auto planned = read_ahead_.planning(at);
       const auto& ahead = planned.ahead;
       slot.reads_mark = planned.reads_mark;
@@ -123,7 +126,7 @@ class producer {
       s_.timeline.add(s_.timeline.planner(), "wait for slot", w0, w1, slot.meta.sequence);
       s_.timeline.add(s_.timeline.planner(), "plan", w1, s_.timeline.now(), slot.meta.sequence);
       if (slot.error || slot.meta.records == 0) {
-        finish(*s, st);
+        handoff_.finish(*s, st);
         continue;
       }
       // One lock and one wake-up for the whole batch: a notify per chunk cost ~3 us each.
@@ -179,7 +182,7 @@ class producer {
         continue;
       }
       if (s_.staging[task->slot].pending.fetch_sub(1, std::memory_order_acq_rel) == 1)
-        finish(task->slot, st);
+        handoff_.finish(task->slot, st);
     }
   }
 
@@ -196,6 +199,13 @@ class producer {
     if (transform) {
       probe_range range(s_.engine->probe(), "gpufeed read + transform");
       bytes = stage.run(reader, slot, l, t.begin, t.end, failures, transform_ns);
+    } else if (s_.device) {
+      if constexpr (device_decoding_source<Source>) {
+        probe_range range(s_.engine->probe(), "gpufeed stage for the device");
+        const std::size_t* order = s_.setup.sorted_tasks ? slot.read_order.data() : nullptr;
+        bytes = stage_records(reader, slot, l, t.begin, t.end, order, s_.device->work(t.slot),
+                              s_.device->directory(), failures);
+      }
     } else {
       probe_range range(s_.engine->probe(), "gpufeed read");
       const std::size_t* order = s_.setup.sorted_tasks ? slot.read_order.data() : nullptr;
@@ -223,7 +233,7 @@ class producer {
     } catch (...) {  // no room for the failure: the batch still fails
       slot.error = std::current_exception();
     }
-    if (slot.pending.fetch_sub(1, std::memory_order_acq_rel) == 1) finish(t.slot, st);
+    if (slot.pending.fetch_sub(1, std::memory_order_acq_rel) == 1) handoff_.finish(t.slot, st);
   }
 
   // sorted_tasks: the batch's positions in record order, so that each task (a range of them)
@@ -242,78 +252,11 @@ class producer {
                 order.end());
   }
 
-  std::size_t stream_of(std::uint64_t sequence) const noexcept {
-    return static_cast<std::size_t>(sequence % s_.setup.config.streams);
-  }
-
-  // The batch in staging slot s is complete: apply the policy, hand it to the engine, deliver.
-  // Once its copy is queued the staging slot belongs to the planner again (reclaim() may hand it
-  // back before this returns): after copy() nothing here reads or writes the slot. A batch that
-  // fails gives its slots back here, and only here: its ready entry carries the error and owns
-  // no slot.
-  void finish(std::size_t s, std::stop_token st) {
-    staging_slot& slot = s_.staging[s];
-    ready_entry e;
-    if (!slot.error) {
-      try {
-        std::lock_guard lock(slot.failure_mutex);
-        const record_transform& f = s_.setup.config.per_record;
-        if (f && !f.is_fixed())
-          e.skipped = pack_bounded(slot, s_.setup.layout(), f.output_bytes(), s_.setup.config.on_error);
-        else
-          e.skipped = apply_error_policy(slot, s_.setup.layout(), s_.setup.config.on_error);
-      } catch (...) {
-        slot.error = std::current_exception();
-      }
-    }
-    for (const auto& r : e.skipped) s_.meter.skipped(r);
-    e.meta = slot.meta;
-    e.error = slot.error;
-    bool copy_queued = false;
-    if (!e.error) {
-      try {
-        auto d = s_.slots.take_target(st);
-        if (!d) return;
-        e.slot = *d;
-        e.has_slot = true;
-        submit(slot, s, *d, copy_queued);
-      } catch (...) {
-        e.error = std::current_exception();
-      }
-    }
-    if (e.error) {
-      e.meta.records = e.meta.data_bytes = 0;
-      if (e.has_slot) {
-        s_.slots.return_target(e.slot);  // complete() left it safe to refill
-        e.has_slot = false;
-      }
-      if (copy_queued)
-        s_.slots.staging_may_return();  // reclaim() returns it: wake a planner waiting on a release
-      else
-        s_.slots.return_staging(s);
-    }
-    s_.ready.put(std::move(e));
-  }
-
-  // The host copy of the metadata, one copy() of metadata + records, then the hook and the
-  // ready mark, all on one stream. Everything needed after copy() is read from the slot before.
-  void submit(staging_slot& slot, std::size_t s, std::size_t d, bool& copy_queued) {
-    const slot_layout l = s_.setup.layout();
-    std::byte* base = slot.buffer.data();
-    const batch_meta meta = slot.meta;
-    const std::size_t stream = stream_of(meta.sequence);
-    std::memcpy(s_.mirrors[d].data(), base, l.data_offset());
-    s_.engine->copy(d, stream, base, l.data_offset() + meta.data_bytes, s);
-    copy_queued = true;
-    const target_slot t = s_.engine->slot(d);
-    s_.engine->complete(d, stream, s_.setup.config.transform,
-                        view_at(meta, l, t.data, t.output, s_.setup.labels));
-  }
-
   const Source& source_;
   loader_state& s_;
   std::vector<chunk_task> tasks_;       // planner only: a batch's tasks before hand-off
   window_read_ahead<Source> read_ahead_;  // planner; workers call its const decode_ahead()
+  batch_handoff<Source> handoff_;
 };
 
 }  // namespace gpufeed::detail::loading

@@ -8,11 +8,13 @@
 #include <cstdint>
 #include <memory>
 #include <memory_resource>
+#include <optional>
 #include <vector>
 
 #include "gpufeed/bounded_queue.hpp"
 #include "gpufeed/detail/loader/config.hpp"
 #include "gpufeed/detail/loader/delivery.hpp"
+#include "gpufeed/detail/loader/device_stage.hpp"
 #include "gpufeed/detail/loader/slot_ledger.hpp"
 #include "gpufeed/detail/loader/telemetry.hpp"
 #include "gpufeed/detail/loader/trace.hpp"
@@ -46,7 +48,9 @@ class loader_state {
   // Allocates every slot (the only allocation of slot memory) and configures the engine. Each
   // member is built from the arguments alone, never from another member, except the NUMA
   // placement, which asks the (already built) setup and engine where the target is.
-  loader_state(pipeline_setup&& s, std::unique_ptr<transfer_engine> e, slot_counts n)
+  // `decode`: the device decode stage's plan, when the loader decodes on its device.
+  loader_state(pipeline_setup&& s, std::unique_ptr<transfer_engine> e, slot_counts n,
+               const std::optional<device_decode_plan>& decode = std::nullopt)
       : setup(std::move(s)), engine(std::move(e)), counts(n), meter(n.workers),
         timeline(n.workers, n.trace_events), slots(n.staging, n.target, n.prefetch),
         work(n.tasks), ready(n.max_held, n.target),
@@ -67,6 +71,10 @@ class loader_state {
     if (timeline.on())
       if (engine_probe* p = engine->probe()) p->record_copy_spans(timeline.capacity());
     engine->configure(l.slot_bytes(), c.transform_output_bytes, n.target, c.streams);
+    if (decode) {
+      engine->decoder()->configure_decode(decode->cache_bytes(), decode->work.area_bytes());
+      device = std::make_unique<device_stage>(*decode, mr, n.staging, n.target);
+    }
     for (std::size_t d = 0; d < n.target; ++d) mirrors[d].resize(l.data_offset() / 8);
   }
 
@@ -89,6 +97,9 @@ class loader_state {
   numa::loader_placement numa;
   std::vector<staging_slot> staging;
   std::vector<std::vector<std::uint64_t>> mirrors;  // per target slot: host copy of metadata
+  // Decoding on the device (device_stage.hpp); null when the loader decodes on the host.
+  // Declared after the slot resource: its pinned work areas come from it too.
+  std::unique_ptr<device_stage> device;
 };
 
 }  // namespace gpufeed::detail::loading

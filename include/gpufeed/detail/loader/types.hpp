@@ -37,6 +37,9 @@ struct staging_slot {
   // Decode ahead: the mark of the windows the batch reads, which its workers pass to
   // window_read_ahead::reading() before they read (0: none).
   std::uint64_t reads_mark = 0;
+  // Device decode: the batch's records were all read on the host after some failed there (the
+  // error policy rewrites host memory), so the device gathers none of them.
+  bool host_only = false;
 };
 
 // A batch that is ready for next(): delivered in target slot `slot`, or failed with `error`

@@ -186,8 +186,8 @@ class hdf5_shard_writer {
         const htri_t avail = H5Zfilter_avail(codec::filter_id(codec::kind::bitshuffle));
         h::take_error_stack();
         const unsigned e = static_cast<unsigned>(codec.element_size);
-        if (avail > 0) return set(codec::kind::bitshuffle, {0, codec::bitshuffle_lz4});
-        return set(codec::kind::bitshuffle, {0, 3, e, 0, codec::bitshuffle_lz4});
+        if (avail > 0) return set(codec::kind::bitshuffle, {0, codec::bitshuffle_mode::lz4});
+        return set(codec::kind::bitshuffle, {0, 3, e, 0, codec::bitshuffle_mode::lz4});
       }
       default:
         throw library_error(std::string("pack writes no ") + codec::name_of(codec.kind) +
@@ -207,7 +207,7 @@ class hdf5_shard_writer {
     h::check(H5Pget_filter_by_id2(dcpl.get(), codec::filter_id(codec::kind::bitshuffle), &flags,
                                   &n, cd, 0, nullptr, nullptr),
              "H5Pget_filter_by_id2", "cannot read back the bitshuffle filter", path_);
-    if (n != 5 || cd[2] != codec.element_size || cd[3] != 0 || cd[4] != codec::bitshuffle_lz4)
+    if (n != 5 || cd[2] != codec.element_size || cd[3] != 0 || cd[4] != codec::bitshuffle_mode::lz4)
       throw library_error("the bitshuffle filter's parameters were changed at H5Dcreate",
                           file_context(path_));
   }

@@ -1,0 +1,194 @@
+// gpufeed — one record of an HDF5 shard staged for decoding on the device (docs/design.md, "GPU
+// decode in the loader"): instead of decoding its chunks, the worker makes sure each band of
+// chunks the record touches is in the device cache (decoded there by this batch or an earlier
+// one, unit_directory.hpp), reading the compressed bytes of the bands it must stage into the
+// batch's pinned work area and planning their units (gpu_chunk_plan.hpp), and lists the runs
+// that gather the record from the cache into its place in the batch.
+//
+// A record it cannot stage (a shard that is not compressed, or byte-swapped; a pipeline or chunk
+// the kernels do not take; bytes that cannot be read; no room in the cache or in the batch's
+// work area) is left to the host path: stage_record returns false and the caller reads it as
+// before. Errors are never raised here: the host read reports them in the CPU path's words.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "gpufeed/detail/device_decode/batch_work.hpp"
+#include "gpufeed/detail/device_decode/unit_directory.hpp"
+#include "gpufeed/detail/hdf5/gpu_chunk_plan.hpp"
+#include "gpufeed/detail/hdf5/record_plan.hpp"
+#include "gpufeed/detail/hdf5/shard.hpp"
+
+namespace gpufeed::detail::hdf5 {
+
+// The chunks of one band (the chunks covering the same rows; in a blob shard, one chunk).
+inline std::uint64_t band_chunks_of(const shard_index& s) noexcept {
+  return s.grid.grid[0] ? s.grid.chunk_count / s.grid.grid[0] : 0;
+}
+
+// Device cache bytes one band of s takes: its decoded chunks, then a stage for each chunk (the
+// staged kinds inflate there before they unshuffle, gpu_units.hpp), 256-byte aligned.
+inline std::uint64_t device_place_bytes(const shard_index& s) noexcept {
+  const std::uint64_t n = band_chunks_of(s), c = s.grid.chunk_bytes;
+  return (n * (2 * c + 4) + 255) / 256 * 256;
+}
+
+// Whether the kernels decode chunks written with `pipeline` (every filter active): the
+// pipelines gpu_chunk_plan.hpp lists. A chunk whose mask skips filters is planned on its own.
+inline bool device_pipeline(std::span<const filter_step> pipeline) noexcept {
+  using codec::kind;
+  std::size_t n = pipeline.size();
+  if (n > 0 && pipeline[n - 1].kind == kind::fletcher32) --n;  // checked beside the data
+  auto is = [&](std::size_t i, kind k) { return pipeline[i].kind == k; };
+  if (n == 0) return true;
+  if (n == 1)
+    return is(0, kind::shuffle) || is(0, kind::lz4) || is(0, kind::deflate) ||
+           (is(0, kind::bitshuffle) &&
+            (pipeline[0].compression == codec::bitshuffle_mode::none ||
+             pipeline[0].compression == codec::bitshuffle_mode::lz4));
+  if (n == 2 && is(0, kind::shuffle) && is(1, kind::deflate)) return true;
+  return (n == 2 || n == 3) && is(0, kind::fletcher32) && is(n - 1, kind::deflate) &&
+         (n == 2 || is(1, kind::shuffle));
+}
+
+// Whether s's records can be decoded on the device at all: compressed chunks the kernels
+// decode, in the host's byte order, whose rows the shard's row plan describes (fixed layout) or
+// blob records.
+inline bool device_decodable(const shard_index& s) noexcept {
+  return s.kind == read_kind::chunked && !s.pipeline.empty() && device_pipeline(s.pipeline) &&
+         !s.swap && s.grid.chunk_bytes > 0 && band_chunks_of(s) > 0 &&
+         (s.blob || s.rows.usable());
+}
+
+// The device units of a source whose shards are chunked like its first, s (`shards` of them).
+inline device_decode::device_units device_units_of(const shard_index& s, std::size_t shards) {
+  device_decode::device_units u;
+  if (!device_decodable(s)) return u;
+  const std::uint64_t per_band = band_chunks_of(s);
+  u.place_bytes = device_place_bytes(s);
+  for (std::uint64_t b = 0; b < s.grid.grid[0]; ++b) {
+    std::uint64_t stored = 0;
+    for (std::uint64_t j = 0; j < per_band; ++j)
+      stored += s.chunks[static_cast<std::size_t>(b * per_band + j)].size;
+    u.stored_bytes = std::max(u.stored_bytes, stored);
+  }
+  u.unit_records = s.blob ? std::max<std::uint64_t>(1, s.records / s.grid.grid[0])
+                          : s.grid.chunk[0];
+  u.units = s.grid.grid[0] * shards;
+  u.record_runs = s.blob ? s.chunks_per_record : s.rows.plan.runs.size();
+  return u;
+}
+
+class device_stager {
+ public:
+  // Stages record `local` of s (its chunks numbered from `key_base` in the source) for batch
+  // work `w`, its bytes going to `dst` in the batch's data. False: read it on the host.
+  bool stage_record(const shard_index& s, std::uint64_t key_base, std::uint64_t local,
+                    std::uint64_t dst, device_decode::batch_work& w,
+                    device_decode::unit_directory& dir) {
+    if (!device_decodable(s) || device_place_bytes(s) > dir.place_bytes()) return false;
+    const record_plan* plan = &s.rows.plan;
+    std::uint64_t base = 0;
+    std::size_t shift = 0;
+    if (!s.blob) {
+      base = local / s.rows.band_rows * s.rows.band_chunks;
+      shift = static_cast<std::size_t>(local % s.rows.band_rows) * s.rows.row_stride;
+    } else {
+      own_plan_.build(s.grid, s.box(local));
+      plan = &own_plan_;
+    }
+    const std::uint64_t per_band = band_chunks_of(s);
+    // The bands the record touches, in plan order (consecutive chunks share a band).
+    bands_.clear();
+    for (std::size_t i = 0; i < plan->chunks(); ++i) {
+      const std::uint64_t band = (base + plan->chunk[i]) / per_band;
+      if (bands_.empty() || bands_.back().band != band) bands_.push_back(band_place{band, 0});
+    }
+    for (band_place& b : bands_) {
+      // The band the last record of this batch took (rows of one band follow each other in
+      // sequential order and block_shuffled's sorted tasks): pinned for the batch already.
+      const std::uint64_t key = key_base + b.band;
+      if (last_work_ == &w && last_batch_ == w.batch() && last_key_ == key) {
+        b.offset = last_offset_;
+        continue;
+      }
+      const device_decode::unit_directory::claim c = dir.acquire(key, w.batch(), w.pins());
+      if (c.what == device_decode::unit_directory::answer::no_room) return false;
+      if (c.what == device_decode::unit_directory::answer::stage) {
+        if (!stage_band(s, b.band, c.offset, c.ref, w)) {
+          dir.stage_failed(c.ref);
+          return false;
+        }
+        dir.staged(c.ref);
+      }
+      b.offset = c.offset;
+      last_work_ = &w;
+      last_batch_ = w.batch();
+      last_key_ = key;
+      last_offset_ = c.offset;
+    }
+    const std::size_t n = plan->runs.size();
+    const std::optional<std::size_t> at = w.reserve_runs(n);
+    if (!at) return false;
+    device_decode::gather_run* out = w.runs() + *at;
+    std::size_t b = 0;
+    for (std::size_t i = 0; i < plan->chunks(); ++i) {
+      const std::uint64_t k = base + plan->chunk[i];
+      while (bands_[b].band != k / per_band) ++b;
+      const std::uint64_t from = bands_[b].offset + (k % per_band) * s.grid.chunk_bytes + shift;
+      for (std::size_t r = plan->first[i]; r < plan->first[i + 1]; ++r) {
+        const record_run& run = plan->runs[r];
+        *out++ = device_decode::gather_run{from + run.src, dst + run.dst, run.len};
+      }
+    }
+    return true;
+  }
+
+ private:
+  struct band_place {
+    std::uint64_t band;
+    std::uint64_t offset;  // its place in the device cache
+  };
+
+  // Reads band b's stored chunks into the batch's work area and plans their units, decoding to
+  // the place at `offset`. False when a chunk cannot be read or planned, or the work area is
+  // full: nothing of the band is then decoded (its units are not listed).
+  bool stage_band(const shard_index& s, std::uint64_t b, std::uint64_t offset,
+                  device_decode::unit_ref ref, device_decode::batch_work& w) {
+    const std::uint64_t per_band = band_chunks_of(s), c = s.grid.chunk_bytes;
+    units_.clear();
+    try {
+      for (std::uint64_t j = 0; j < per_band; ++j) {
+        const chunk_entry& e = s.chunks[static_cast<std::size_t>(b * per_band + j)];
+        const std::optional<std::size_t> at = w.reserve_bytes(static_cast<std::size_t>(e.size));
+        if (!at || e.size > s.file.size()) return false;
+        std::byte* stored = w.bytes() + *at;
+        s.file.read_exact(stored, static_cast<std::size_t>(e.size), e.address, 0);
+        const gpu_chunk_plan p = plan_gpu_chunk(
+            s.pipeline, e.filter_mask, std::span<const std::byte>(stored, e.size), c, *at,
+            offset + j * c, offset + per_band * c + j * (c + 4), units_);
+        if (!p.status.ok) return false;
+      }
+    } catch (...) {  // the host read of the record reports it
+      return false;
+    }
+    const std::optional<std::size_t> first = w.reserve_units(units_.size());
+    if (!first) return false;
+    std::copy(units_.begin(), units_.end(), w.units() + *first);
+    w.add_staged(device_decode::staged_unit{ref, *first, units_.size()});
+    return true;
+  }
+
+  record_plan own_plan_;
+  std::vector<band_place> bands_;
+  // The last band claimed: for work `last_work_` of batch `last_batch_`, key and place.
+  const device_decode::batch_work* last_work_ = nullptr;
+  std::uint64_t last_batch_ = 0, last_key_ = 0, last_offset_ = 0;
+  std::vector<codec::gpu_unit> units_;
+};
+
+}  // namespace gpufeed::detail::hdf5
