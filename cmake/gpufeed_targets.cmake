@@ -119,6 +119,16 @@ if(TARGET gpufeed_pack_hdf5 OR TARGET gpufeed_pack_lmdb)
   gpufeed_component(pack ${_gpufeed_writers})
 endif()
 
+# --- remote: gpufeed/detail/remote/ (URLs of remote shards, AWS Signature Version 4,
+# credentials); OpenSSL's libcrypto computes the hashes signatures are made of.
+find_package(OpenSSL QUIET COMPONENTS Crypto)
+if(TARGET OpenSSL::Crypto)
+  gpufeed_component(remote gpufeed OpenSSL::Crypto)
+else()
+  message(STATUS "gpufeed: OpenSSL's libcrypto not found (apt install libssl-dev); the remote "
+                 "component is not built")
+endif()
+
 # --- all: every component this build has.
 add_library(gpufeed_all INTERFACE)
 add_library(gpufeed::all ALIAS gpufeed_all)
