@@ -90,6 +90,15 @@ else()
                  "libspng-dev); the image component is not built")
 endif()
 
+# --- remote: detail/remote/ (a shard read over HTTP(S) with ranged GETs, through libcurl).
+find_package(CURL QUIET)
+if(CURL_FOUND)
+  gpufeed_component(remote gpufeed CURL::libcurl)
+else()
+  message(STATUS "gpufeed: libcurl not found (apt install libcurl4-openssl-dev); the remote "
+                 "component is not built")
+endif()
+
 # --- doctor: gpufeed/doctor/ (host checks, report). Its GPU checks, gpufeed/cuda/doctor/, need
 # the cuda component as well. dl: NVML is loaded at run time (dlopen is in libc only from glibc
 # 2.34).
