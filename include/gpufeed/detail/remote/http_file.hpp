@@ -104,6 +104,8 @@ class http_file final : public io::byte_source {
   [[nodiscard]] const object_identity& identity() const noexcept { return id_; }
   [[nodiscard]] transfer_stats stats() const noexcept { return counters_.snapshot(); }
 
+  // will_need is the seam's default (nothing): a read-ahead here would be a request of its own.
+
   // Closes the pooled handles and their connections; the next read opens new ones.
   void close() noexcept override { pool_.clear(); }
   // Asks for the object again: format_error when it changed since it was first opened (size,
