@@ -3,7 +3,8 @@
 // reads, the last byte, reads past the end an io_error, never zeros), scatter reads, eight
 // threads at once, connections kept alive and reused, a file changed while open refused (If-Match),
 // 404 and 403 at open naming the URL without its credentials or query, the signing hook called
-// for every request. Skips when nginx is not installed (scripts/setup.sh installs it).
+// for every request, HTTPS with HTTP/2 (a certificate made by the openssl tool). Skips when nginx
+// is not installed (scripts/setup.sh installs it).
 #include <doctest/doctest.h>
 
 #include <sys/uio.h>
@@ -270,4 +271,51 @@ TEST_CASE("a server that is not there fails the open after the retries, in bound
   CHECK(has(e.what(), "after 3 attempts"));
   CHECK(e.status() == ECONNREFUSED);
   CHECK(e.file() == url);
+}
+
+TEST_CASE("HTTPS with HTTP/2: byte-equal reads from four threads; an unknown certificate is final") {
+  temp_dir root{"www"};
+  const std::vector<std::byte> bytes = pattern(file_size, 5);
+  write_bytes(root / "data.bin", bytes);
+  nginx_server nginx(root.path(), true);
+  if (!nginx.running()) GPUFEED_SKIP_TEST(nginx.why_not());
+  watchdog dog(60s, "reads through nginx over HTTPS");
+
+  auto o = quick_options();
+  o.ca_file = nginx.cert_file().string();  // the test's own certificate authority
+  const http_file f(nginx.url("data.bin"), o);
+  CHECK(f.size() == file_size);
+  std::atomic<int> wrong{0}, errors{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < 4; ++t) {
+    pool.emplace_back([&, t] {
+      std::mt19937_64 rng(static_cast<unsigned>(t) + 50);
+      for (int i = 0; i < 25; ++i) {
+        const std::uint64_t at = rng() % file_size;
+        const std::size_t n = 1 + static_cast<std::size_t>(rng() % std::min<std::uint64_t>(
+                                                                    40000, file_size - at));
+        try {
+          if (read_at(f, at, n) != slice(bytes, at, n)) ++wrong;
+        } catch (const std::exception&) {
+          ++errors;
+        }
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  CHECK(wrong == 0);
+  CHECK(errors == 0);
+  std::vector<std::string> protocols;
+  for (int i = 0; i < 100 && protocols.size() < 101; ++i) {
+    protocols = nginx.logged_protocols();
+    if (protocols.size() < 101) std::this_thread::sleep_for(10ms);
+  }
+  REQUIRE(protocols.size() == 101);
+  CHECK(std::count(protocols.begin(), protocols.end(), "HTTP/2.0") == 101);
+
+  // Against the system's authorities the self-signed certificate is refused, at once.
+  const io_error e = io_error_of([&] { http_file g(nginx.url("data.bin"), quick_options()); });
+  CHECK(has(e.what(), "cannot open remote object"));
+  CHECK(e.status() == EPROTO);
+  CHECK(!has(e.what(), "attempts"));
 }

@@ -80,6 +80,20 @@ class child_process {
     }
     return false;
   }
+  // Waits for the child to exit (up to `limit`): its exit status, or -1 (it is then stopped).
+  int wait_exit(std::chrono::milliseconds limit) noexcept {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (pid_ > 0 && std::chrono::steady_clock::now() < end) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    stop();
+    return -1;
+  }
   void stop() noexcept {
     if (out_ >= 0) ::close(out_);
     out_ = -1;
@@ -150,16 +164,19 @@ inline std::string find_program(const std::string& name) {
 
 // nginx serving `root` at http://127.0.0.1:<port>/, one process (master_process off: nothing
 // changes user, so it runs as root and as anyone else), logs and temporary files in its own
-// temporary directory. The access log records each request's connection number, so a test can
-// count the connections its requests used.
+// temporary directory. The access log records each request's connection number and protocol,
+// so a test can count the connections its requests used. With `tls`: https:// with HTTP/2 on
+// offer, under a self-signed certificate for 127.0.0.1 (cert_file()) made by the openssl tool.
 class nginx_server {
  public:
-  explicit nginx_server(const std::filesystem::path& root) : dir_("nginx") {
+  explicit nginx_server(const std::filesystem::path& root, bool tls = false)
+      : dir_("nginx"), tls_(tls) {
     const std::string nginx = find_program("nginx");
     if (nginx.empty()) {
       why_ = "nginx is not installed (scripts/setup.sh installs it)";
       return;
     }
+    if (tls && !make_certificate()) return;
     for (int attempt = 0; attempt < 5 && !child_.running(); ++attempt) {
       port_ = free_port();
       write_config(root);
@@ -177,14 +194,26 @@ class nginx_server {
   [[nodiscard]] bool running() const noexcept { return child_.running(); }
   [[nodiscard]] const std::string& why_not() const noexcept { return why_; }
   [[nodiscard]] std::string url(const std::string& file) const {
-    return "http://127.0.0.1:" + std::to_string(port_) + "/" + file;
+    return std::string(tls_ ? "https" : "http") + "://127.0.0.1:" + std::to_string(port_) + "/" +
+           file;
   }
+  [[nodiscard]] std::filesystem::path cert_file() const { return dir_ / "cert.pem"; }
   // The connection numbers of the requests logged so far, one per request.
   [[nodiscard]] std::vector<long> logged_connections() const {
     std::vector<long> out;
     std::ifstream in(dir_ / "access.log");
     long c = 0;
-    while (in >> c) out.push_back(c);
+    std::string protocol;
+    while (in >> c >> protocol) out.push_back(c);
+    return out;
+  }
+  // The protocols of the requests logged so far ("HTTP/1.1", "HTTP/2.0"), one per request.
+  [[nodiscard]] std::vector<std::string> logged_protocols() const {
+    std::vector<std::string> out;
+    std::ifstream in(dir_ / "access.log");
+    long c = 0;
+    std::string protocol;
+    while (in >> c >> protocol) out.push_back(protocol);
     return out;
   }
   [[nodiscard]] std::string error_log() const {
@@ -193,23 +222,45 @@ class nginx_server {
   }
 
  private:
+  bool make_certificate() {
+    const std::string openssl = find_program("openssl");
+    if (openssl.empty()) {
+      why_ = "the openssl tool is not installed (it makes the HTTPS test's certificate)";
+      return false;
+    }
+    child_process gen({openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                       "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2", "-subj",
+                       "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout",
+                       (dir_ / "key.pem").string(), "-out", cert_file().string()},
+                      true);  // its chatter on stdout stays in the pipe
+    if (gen.wait_exit(std::chrono::seconds(30)) != 0) {
+      why_ = "openssl could not make a certificate";
+      return false;
+    }
+    return true;
+  }
+
   void write_config(const std::filesystem::path& root) const {
     const std::string d = dir_.path().string();
     std::ofstream c(dir_ / "nginx.conf", std::ios::trunc);
     c << "daemon off;\nmaster_process off;\nworker_processes 1;\n"
       << "pid " << d << "/nginx.pid;\nerror_log " << d << "/error.log warn;\n"
       << "events { worker_connections 256; }\n"
-      << "http {\n  log_format conn '$connection';\n"
+      << "http {\n  log_format conn '$connection $server_protocol';\n"
       << "  access_log " << d << "/access.log conn;\n"
       << "  client_body_temp_path " << d << "/client_body;\n"
       << "  proxy_temp_path " << d << "/proxy;\n  fastcgi_temp_path " << d << "/fastcgi;\n"
       << "  uwsgi_temp_path " << d << "/uwsgi;\n  scgi_temp_path " << d << "/scgi;\n"
       << "  default_type application/octet-stream;\n  keepalive_requests 100000;\n"
-      << "  server {\n    listen 127.0.0.1:" << port_ << ";\n    root " << root.string()
-      << ";\n  }\n}\n";
+      << "  server {\n    listen 127.0.0.1:" << port_ << (tls_ ? " ssl http2" : "") << ";\n";
+    if (tls_)
+      c << "    ssl_certificate " << cert_file().string() << ";\n    ssl_certificate_key " << d
+        << "/key.pem;\n";
+    c << "    root " << root.string() << ";\n  }\n}\n";
   }
 
   temp_dir dir_;
+  bool tls_ = false;
   int port_ = -1;
   child_process child_;
   std::string why_;

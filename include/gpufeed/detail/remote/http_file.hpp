@@ -73,6 +73,7 @@ inline void set_fixed_options(CURL* h, const http_options& o) noexcept {
   (void)curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(o.request_timeout.count()));
   (void)curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, o.verify_tls ? 1L : 0L);
   (void)curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, o.verify_tls ? 2L : 0L);
+  if (!o.ca_file.empty()) (void)curl_easy_setopt(h, CURLOPT_CAINFO, o.ca_file.c_str());
 }
 
 // What the last final failure of a read on this thread said, for the api() call the seam makes

@@ -50,6 +50,8 @@ struct http_options {
   request_signer signer;
   // Check the server's TLS certificate and name (off only for a test server).
   bool verify_tls = true;
+  // A file of CA certificates (PEM) to check it against instead of the system's; "": the system's.
+  std::string ca_file;
 };
 
 }  // namespace gpufeed::detail::remote
