@@ -232,6 +232,16 @@ TEST_CASE("an object that changes during reading is an error, with or without If
   }
 }
 
+TEST_CASE("an empty object, answered 416 with bytes */0, opens with size 0") {
+  watchdog dog(60s, "an empty object");
+  faulty s({});
+  write_bytes(s.root / "empty.bin", {});
+  const http_file f(s.server.url("empty.bin"), quick_options());
+  CHECK(f.size() == 0);
+  std::byte b{};
+  CHECK(f.try_read(&b, 1, 0).why == gpufeed::detail::io::read_outcome::stop::ended);
+}
+
 TEST_CASE("Content-Range and S3 error bodies are parsed strictly") {
   const auto r = parse_content_range("bytes 10-19/100");
   REQUIRE(r);

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <set>
@@ -38,6 +39,7 @@
 using gpufeed::format_error;
 using gpufeed::io_error;
 using gpufeed::detail::io::byte_range;
+using gpufeed::detail::io::owned_source;
 using gpufeed::detail::io::read_outcome;
 using gpufeed::detail::remote::http_file;
 using gpufeed::detail::remote::http_request;
@@ -121,6 +123,25 @@ TEST_CASE("scatter reads fill several buffers from one ranged GET") {
   CHECK(a == slice(s.bytes, 500, 1000));
   CHECK(b == slice(s.bytes, 1500, 1));
   CHECK(c == slice(s.bytes, 1501, 30000));
+}
+
+TEST_CASE("an empty object opens with size 0 and ends at once; a shard holds the reader") {
+  served s;
+  if (!s.nginx.running()) GPUFEED_SKIP_TEST(s.nginx.why_not());
+  watchdog dog(60s, "an empty object through nginx");
+  write_bytes(s.root / "empty.bin", {});
+  const http_file e(s.nginx.url("empty.bin"), quick_options());
+  CHECK(e.size() == 0);
+  std::byte b{};
+  const read_outcome o = e.try_read(&b, 1, 0);
+  CHECK(o.why == read_outcome::stop::ended);
+  CHECK(o.at == 0);
+
+  const owned_source shard(std::make_unique<http_file>(s.nginx.url("data.bin"), quick_options()));
+  REQUIRE(shard.as<http_file>() != nullptr);
+  std::vector<std::byte> buf(64);
+  shard.read_exact(buf.data(), buf.size(), 4096, 7);
+  CHECK(buf == slice(s.bytes, 4096, 64));
 }
 
 TEST_CASE("eight threads read at once, byte-equal, on connections kept alive") {

@@ -8,10 +8,12 @@
 //    buffer). An answer that ends earlier is a short read the seam continues.
 //  - the object is still the one opened: its total size (Content-Range), its ETag, or, when it
 //    had no ETag, its Last-Modified. The request also asks the server to check (If-Match with a
-//    strong ETag, else If-Unmodified-Since), which a server that keeps to the standard answers
+//    strong ETag, If-Unmodified-Since when there is no ETag), which a server that keeps to the standard answers
 //    with 412; both ways the read fails as "changed", never mixing two versions' bytes.
 //  - 200 means the server ignored Range: the transfer is stopped at its first byte, never read
-//    whole.
+//    whole. (A 200 without a body, Content-Length 0, is an empty object, which has no range to
+//    serve: nginx answers so. Opening accepts it, as it accepts 416 with "bytes */0"; a read
+//    meeting it finds the object changed.)
 // Any other answer's body (an error page, S3's XML) never reaches the caller's buffers; its
 // first bytes name the store's error code.
 #pragma once
@@ -38,29 +40,6 @@
 
 namespace gpufeed::detail::remote {
 
-// What the object was when it was opened; reads ask for that version and check they got it.
-struct object_identity {
-  std::uint64_t size = 0;
-  std::string etag;           // "" when the server sent none
-  std::string last_modified;  // "" when the server sent none
-};
-
-// What one request came to.
-struct get_result {
-  enum class kind : unsigned char {
-    done,       // got bytes (1 .. n) of the range, checked; or, opening, an empty object
-    transient,  // worth another attempt (retry.hpp)
-    failed,     // final
-  };
-  kind what = kind::failed;
-  std::size_t got = 0;
-  int err = 0;       // the errno standing for a failure (response_check.hpp)
-  long status = 0;   // the HTTP status, 0 when none came
-  std::string why;   // what went wrong, for the error message (no URL, no secret)
-  std::optional<content_range> range;  // the answer's Content-Range, when it had one
-  std::string etag, last_modified;     // the answer's
-};
-
 class ranged_get {
  public:
   // One GET of [offset, offset + n) (n > 0) of `url` on handle h into `count` buffers holding n
@@ -82,7 +61,7 @@ class ranged_get {
   }
 
  private:
-  enum class verdict : unsigned char { unchecked, accept, error_answer, reject };
+  enum class verdict : unsigned char { unchecked, accept, empty, error_answer, reject };
 
   ranged_get(CURL* h, std::uint64_t offset, std::size_t n, const iovec* parts, std::size_t count,
              const object_identity* expect) noexcept
@@ -97,6 +76,7 @@ class ranged_get {
     try {
       if (line.substr(0, 5) == "HTTP/") {
         g.content_range_.clear();
+        g.content_length_.clear();
         g.result_.etag.clear();
         g.result_.last_modified.clear();
         return line.size();
@@ -112,6 +92,7 @@ class ranged_get {
                                 value.back() == ' ' || value.back() == '\t'))
         value.remove_suffix(1);
       if (name == "content-range") g.content_range_ = value;
+      else if (name == "content-length") g.content_length_ = value;
       else if (name == "etag") g.result_.etag = value;
       else if (name == "last-modified") g.result_.last_modified = value;
     } catch (...) {  // out of memory: the checks then miss a header and refuse the answer
@@ -126,6 +107,11 @@ class ranged_get {
     result_.status = status;
     const std::string& cr = content_range_;
     if (!cr.empty()) result_.range = parse_content_range(cr);
+    if (status == 200 && content_length_ == "0") {  // an empty object: no range to serve
+      if (expect_) return changed("it is empty now");
+      verdict_ = verdict::empty;
+      return;
+    }
     if (status == 200) {
       return reject(EOPNOTSUPP, "the server ignored the Range header (HTTP 200 to a ranged GET): "
                                 "it supports no range requests, and the whole object is not read");
@@ -255,6 +241,10 @@ class ranged_get {
       if (status != 0) check_headers();
     }
     if (verdict_ == verdict::reject) return finish(kind::failed);
+    if (verdict_ == verdict::empty && rc == CURLE_OK) {  // opening an empty object
+      result_.range = content_range{false, 0, 0, 0};
+      return finish(kind::done);
+    }
     if (rc != CURLE_OK && verdict_ != verdict::error_answer) {
       const failure_kind k = classify_curl(rc);
       if (verdict_ == verdict::accept && written_ > 0 && k.transient) {
@@ -306,7 +296,8 @@ class ranged_get {
   std::size_t limit_ = 0;    // body bytes the checked Content-Range allows
   std::size_t written_ = 0;  // body bytes written into the buffers
   std::size_t part_ = 0, in_part_ = 0;
-  std::string content_range_;  // the last answer's Content-Range header
+  std::string content_range_;   // the last answer's Content-Range header
+  std::string content_length_;  // and its Content-Length
   std::string error_body_;
   std::size_t error_bytes_ = 0;
   get_result result_;

@@ -1,6 +1,7 @@
-// gpufeed — what an HTTP answer means to a ranged read: the Content-Range it names, whether a
-// failure is worth another attempt, and the errno that stands for it at the byte-source seam
-// (detail/io/byte_source.hpp carries an errno, not an HTTP status).
+// gpufeed — what an HTTP answer means to a ranged read: the Content-Range it names, what one
+// request came to (get_result), whether a failure is worth another attempt, and the errno that
+// stands for it at the byte-source seam (detail/io/byte_source.hpp carries an errno, not an HTTP
+// status).
 //
 //   transient (tried again): timeouts (ETIMEDOUT), refused connections (ECONNREFUSED), resets,
 //     truncated or empty answers, HTTP/2 stream errors (ECONNRESET), names that did not resolve
@@ -15,6 +16,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -87,6 +89,29 @@ inline std::string s3_error_code(std::string_view body) {
   if (close == std::string_view::npos || close - from > 64) return {};
   return std::string(body.substr(from, close - from));
 }
+
+// What the object was when it was opened; reads ask for that version and check they got it.
+struct object_identity {
+  std::uint64_t size = 0;
+  std::string etag;           // "" when the server sent none
+  std::string last_modified;  // "" when the server sent none
+};
+
+// What one request came to.
+struct get_result {
+  enum class kind : unsigned char {
+    done,       // got bytes (1 .. n) of the range, checked; or, opening, an empty object
+    transient,  // worth another attempt (retry.hpp)
+    failed,     // final
+  };
+  kind what = kind::failed;
+  std::size_t got = 0;
+  int err = 0;       // the errno standing for a failure (below)
+  long status = 0;   // the HTTP status, 0 when none came
+  std::string why;   // what went wrong, for the error message (no URL, no secret)
+  std::optional<content_range> range;  // the answer's Content-Range, when it had one
+  std::string etag, last_modified;     // the answer's
+};
 
 struct failure_kind {
   int err = EIO;
