@@ -106,6 +106,10 @@ TEST_CASE("random ranges read through nginx equal the file's bytes") {
   CHECK(st.failures == 0);
   CHECK(st.retries == 0);
   CHECK(st.requests >= 200);
+  std::uint64_t timed = 0;
+  for (const std::uint64_t k : st.latency_us) timed += k;
+  CHECK(timed == st.requests);
+  CHECK(st.mean_latency_us() > 0.0);
 }
 
 TEST_CASE("scatter reads fill several buffers from one ranged GET") {

@@ -27,6 +27,8 @@
 // connections, are reused across requests and threads but never shared by two at once; the
 // counters are atomics; everything else is fixed at open. close() and reopen() may not run
 // while another thread reads (the seam's rule). The signer is called from every reading thread.
+// Connections belong to the object: an open object keeps up to one per thread that read it at
+// once, and close() (shard_lru's max_open_shards) lets them go.
 #pragma once
 
 #include <curl/curl.h>

@@ -23,7 +23,8 @@ struct http_header {
 
 // One request about to be sent. The transport fills method, url (the whole URL, query included:
 // what the server receives) and the headers it sends itself (Range, If-Match or
-// If-Unmodified-Since); a signer appends what authorises the request and may read all of it.
+// If-Unmodified-Since); a signer appends what authorises the request and may read all of it (and
+// rewrite url, for a signature carried in the query).
 // libcurl adds Host (from the URL) unless a header names it; no body is ever sent.
 struct http_request {
   std::string method;
