@@ -21,8 +21,12 @@ opening request can be let through). Faults:
   not_found    404 (with S3's NoSuchKey XML)
   forbidden    403 (with S3's AccessDenied XML)
   no_range     Range is ignored: 200 with the whole file
-  change       from the request after --skip on, the file has a new ETag (and its bytes differ);
-               with --ignore-if-match the server still answers 206, with the new ETag
+  change       from the request after --skip on, the file has a new ETag and Last-Modified (and
+               its bytes differ); with --ignore-if-match the server still answers 206, with the
+               new validators
+
+--no-etag leaves the ETag out of every answer (Last-Modified is then the only validator, and
+If-Unmodified-Since is not checked by this server).
 
 Prints "PORT <n>" on its first line of output once it listens (port 0 chooses a free one).
 """
@@ -99,11 +103,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
             data = f.read()
         stat = os.stat(path)
         etag = '"v1-%x"' % len(data)
+        mtime = stat.st_mtime
         if fault == "change":
             etag = '"v2-%x"' % len(data)
+            mtime += 86400
             data = bytes((b ^ 0x5A) for b in data)
-        validators = [("ETag", etag), ("Accept-Ranges", "bytes"),
-                      ("Last-Modified", email.utils.formatdate(stat.st_mtime, usegmt=True))]
+        validators = [("Accept-Ranges", "bytes"),
+                      ("Last-Modified", email.utils.formatdate(mtime, usegmt=True))]
+        if not args.no_etag:
+            validators.append(("ETag", etag))
         if fault == "reset":
             return self.reset()
         if fault in ("slowdown", "throttle", "error500", "not_found", "forbidden"):
@@ -116,7 +124,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
             return
         want = self.headers.get("If-Match")
-        if want is not None and want != etag and not args.ignore_if_match:
+        if want is not None and not args.no_etag and want != etag and not args.ignore_if_match:
             return self.send_plain(412, s3_error("PreconditionFailed", "etag"), validators)
         rng = self.headers.get("Range")
         if rng is None or fault == "no_range":
@@ -179,6 +187,7 @@ def main():
     p.add_argument("--skip", type=int, default=0)
     p.add_argument("--stall", type=float, default=3.0)
     p.add_argument("--ignore-if-match", action="store_true")
+    p.add_argument("--no-etag", action="store_true")
     args = p.parse_args()
     server = Server(("127.0.0.1", args.port), Handler)
     server.state = State(args)

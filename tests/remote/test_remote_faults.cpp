@@ -232,6 +232,22 @@ TEST_CASE("an object that changes during reading is an error, with or without If
   }
 }
 
+TEST_CASE("without an ETag, Last-Modified guards the reads") {
+  watchdog dog(60s, "an object without an ETag");
+  {
+    faulty s({"--no-etag"});
+    const http_file f(s.url(), quick_options());
+    CHECK(f.identity().etag.empty());
+    CHECK(!f.identity().last_modified.empty());
+    read_randomly(f, s.bytes, 5);
+  }
+  faulty s({"--no-etag", "--fault", "change", "--skip", "1"});
+  const http_file f(s.url(), quick_options());
+  const io_error e = io_error_of([&] { (void)read_at(f, 0, 100); });
+  CHECK(has(e.what(), "the object changed during reading (Last-Modified"));
+  CHECK(e.status() == ESTALE);
+}
+
 TEST_CASE("an empty object, answered 416 with bytes */0, opens with size 0") {
   watchdog dog(60s, "an empty object");
   faulty s({});

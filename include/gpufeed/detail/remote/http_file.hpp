@@ -4,8 +4,8 @@
 // Opening asks for the object's first byte (GET with Range: bytes=0-0) rather than its headers
 // (HEAD): the one round trip gives the size (Content-Range's total), the validators (ETag,
 // Last-Modified) and the proof that the server honours ranges, and it works where HEAD is
-// refused (an S3 URL presigned for GET). A server that answers 200 is refused at open; a read
-// never fetches the whole object.
+// refused (an S3 URL presigned for GET). A server that answers 200 with a body (it ignores
+// ranges) is refused at open; a read never fetches the whole object.
 //
 // A read is one ranged GET of the bytes asked (clamped to the size at open), its body written by
 // libcurl's callback straight into the caller's buffers (scatter reads too), checked before a
@@ -27,8 +27,8 @@
 // connections, are reused across requests and threads but never shared by two at once; the
 // counters are atomics; everything else is fixed at open. close() and reopen() may not run
 // while another thread reads (the seam's rule). The signer is called from every reading thread.
-// Connections belong to the object: an open object keeps up to one per thread that read it at
-// once, and close() (shard_lru's max_open_shards) lets them go.
+// Connections belong to the object: an open object keeps as many as threads read it at once,
+// and close() (shard_lru's max_open_shards) lets them go.
 #pragma once
 
 #include <curl/curl.h>
