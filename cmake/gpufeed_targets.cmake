@@ -90,6 +90,7 @@ else()
                  "libspng-dev); the image component is not built")
 endif()
 
+
 # --- doctor: gpufeed/doctor/ (host checks, report). Its GPU checks, gpufeed/cuda/doctor/, need
 # the cuda component as well. dl: NVML is loaded at run time (dlopen is in libc only from glibc
 # 2.34).
@@ -119,14 +120,15 @@ if(TARGET gpufeed_pack_hdf5 OR TARGET gpufeed_pack_lmdb)
   gpufeed_component(pack ${_gpufeed_writers})
 endif()
 
-# --- remote: gpufeed/detail/remote/ (URLs of remote shards, AWS Signature Version 4,
-# credentials); OpenSSL's libcrypto computes the hashes signatures are made of.
+# --- remote: gpufeed/detail/remote/ (shards over HTTP(S) and S3: ranged GETs through libcurl;
+# URLs, AWS Signature Version 4 and credentials, whose hashes OpenSSL's libcrypto computes).
+find_package(CURL QUIET)
 find_package(OpenSSL QUIET COMPONENTS Crypto)
-if(TARGET OpenSSL::Crypto)
-  gpufeed_component(remote gpufeed OpenSSL::Crypto)
+if(CURL_FOUND AND TARGET OpenSSL::Crypto)
+  gpufeed_component(remote gpufeed CURL::libcurl OpenSSL::Crypto)
 else()
-  message(STATUS "gpufeed: OpenSSL's libcrypto not found (apt install libssl-dev); the remote "
-                 "component is not built")
+  message(STATUS "gpufeed: libcurl or OpenSSL's libcrypto not found (apt install "
+                 "libcurl4-openssl-dev libssl-dev); the remote component is not built")
 endif()
 
 # --- all: every component this build has.
