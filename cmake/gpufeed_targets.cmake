@@ -126,6 +126,8 @@ find_package(CURL QUIET)
 find_package(OpenSSL QUIET COMPONENTS Crypto)
 if(CURL_FOUND AND TARGET OpenSSL::Crypto)
   gpufeed_component(remote gpufeed CURL::libcurl OpenSSL::Crypto)
+  # Tells the sources' headers (detail/hdf5/url_reader.hpp) that shards may be URLs.
+  target_compile_definitions(gpufeed_remote INTERFACE GPUFEED_HAS_REMOTE)
 else()
   message(STATUS "gpufeed: libcurl or OpenSSL's libcrypto not found (apt install "
                  "libcurl4-openssl-dev libssl-dev); the remote component is not built")

@@ -42,6 +42,20 @@ struct s3_object {
   return (url[0] == 's' || url[0] == 'S') && url[1] == '3';
 }
 
+// True when `s` names a remote object: http://, https:// or s3:// (scheme without regard to case).
+[[nodiscard]] inline bool is_remote_url(std::string_view s) noexcept {
+  const auto starts = [&](std::string_view scheme) {
+    if (s.size() < scheme.size()) return false;
+    for (std::size_t i = 0; i < scheme.size(); ++i) {
+      char c = s[i];
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+      if (c != scheme[i]) return false;
+    }
+    return true;
+  };
+  return starts("http://") || starts("https://") || is_s3_url(s);
+}
+
 // Parses "s3://bucket[/key]"; config_error naming the URL (redacted) when the scheme is not s3,
 // the bucket is empty or holds a character no store accepts in a bucket name (letters, digits,
 // '.', '-', '_' only, at most 255: AWS's older rules, which MinIO and Ceph's stricter ones fit

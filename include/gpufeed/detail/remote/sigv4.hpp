@@ -33,6 +33,7 @@
 
 #include "gpufeed/detail/remote/credentials.hpp"
 #include "gpufeed/detail/remote/digest.hpp"
+#include "gpufeed/detail/remote/http_request.hpp"
 #include "gpufeed/detail/remote/uri_encoding.hpp"
 #include "gpufeed/error.hpp"
 
@@ -43,11 +44,6 @@ inline constexpr std::string_view empty_payload_sha256 =
     "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 // The payload hash S3 accepts instead of a body's hash (the body then goes unsigned).
 inline constexpr std::string_view unsigned_payload = "UNSIGNED-PAYLOAD";
-
-struct http_header {
-  std::string name;
-  std::string value;
-};
 
 // What is signed: every header given is signed (Host among them; leave out those a proxy may
 // rewrite, such as User-Agent).
