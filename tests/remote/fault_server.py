@@ -28,10 +28,17 @@ opening request can be let through). Faults:
 --no-etag leaves the ETag out of every answer (Last-Modified is then the only validator, and
 If-Unmodified-Since is not checked by this server).
 
+--sigv4 KEY_ID:SECRET:REGION checks every request's AWS Signature V4 (header-based, service s3)
+as S3 does, recomputed from the request as it arrived (method, path, query, the signed headers,
+x-amz-content-sha256, which must be the empty body's hash for a GET): 403 with S3's
+SignatureDoesNotMatch (or AccessDenied when unsigned) when it does not hold.
+
 Prints "PORT <n>" on its first line of output once it listens (port 0 chooses a free one).
 """
 import argparse
 import email.utils
+import hashlib
+import hmac
 import http.server
 import os
 import random
@@ -61,6 +68,48 @@ class State:
         if self.args.fault == "change":
             return "change", n
         return (self.args.fault if draw < self.args.rate else None), n
+
+
+EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
+
+
+def sigv4_problem(handler, spec):
+    """None when the request carries a valid SigV4 signature for spec (KEY_ID:SECRET:REGION),
+    else what is wrong with it."""
+    key_id, rest = spec.split(":", 1)
+    secret, region = rest.rsplit(":", 1)
+    auth = handler.headers.get("Authorization", "")
+    if not auth.startswith("AWS4-HMAC-SHA256 "):
+        return "AccessDenied", "unsigned request"
+    try:
+        parts = dict(p.strip().split("=", 1) for p in auth[len("AWS4-HMAC-SHA256 "):].split(","))
+        cred = parts["Credential"].split("/")
+        names = parts["SignedHeaders"].split(";")
+        given = parts["Signature"]
+    except (KeyError, ValueError):
+        return "AuthorizationHeaderMalformed", "malformed Authorization"
+    if len(cred) != 5 or cred[0] != key_id or cred[2:] != [region, "s3", "aws4_request"]:
+        return "InvalidAccessKeyId", "wrong credential or scope"
+    for needed in ("host", "x-amz-date", "x-amz-content-sha256"):
+        if needed not in names:
+            return "AccessDenied", needed + " not signed"
+    amz_date = handler.headers.get("x-amz-date", "")
+    payload = handler.headers.get("x-amz-content-sha256", "")
+    if amz_date[:8] != cred[1] or payload != EMPTY_SHA256:
+        return "AccessDenied", "date or payload hash"
+    path, _, query = handler.path.partition("?")
+    canonical_query = "&".join(sorted(query.split("&"))) if query else ""
+    headers = "".join("%s:%s\n" % (n, " ".join(handler.headers.get(n, "").split())) for n in names)
+    creq = "\n".join([handler.command, path, canonical_query, headers, ";".join(names), payload])
+    sts = "\n".join(["AWS4-HMAC-SHA256", amz_date, "/".join(cred[1:]),
+                     hashlib.sha256(creq.encode()).hexdigest()])
+    key = ("AWS4" + secret).encode()
+    for part in (cred[1], region, "s3", "aws4_request"):
+        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    want = hmac.new(key, sts.encode(), hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(want, given):
+        return "SignatureDoesNotMatch", "signature does not match"
+    return None
 
 
 def s3_error(code, message):
@@ -96,6 +145,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         st = self.server.state
         args = st.args
         fault, _ = st.next_fault()
+        if args.sigv4:
+            problem = sigv4_problem(self, args.sigv4)
+            if problem:
+                return self.send_plain(403, s3_error(*problem))
         path = os.path.join(args.root, self.path.split("?", 1)[0].lstrip("/"))
         if not os.path.isfile(path):
             return self.send_plain(404, s3_error("NoSuchKey", "no such key"))
@@ -188,6 +241,7 @@ def main():
     p.add_argument("--stall", type=float, default=3.0)
     p.add_argument("--ignore-if-match", action="store_true")
     p.add_argument("--no-etag", action="store_true")
+    p.add_argument("--sigv4", default="")
     args = p.parse_args()
     server = Server(("127.0.0.1", args.port), Handler)
     server.state = State(args)

@@ -308,3 +308,44 @@ TEST_CASE("s3:// shards at a custom endpoint: path style, signed when credential
     CHECK_FALSE(has(m, "Signature="));
   }
 }
+
+TEST_CASE("s3:// shards against a store that checks every request's SigV4 signature") {
+  temp_dir root{"h5s3"};
+  fs::create_directories(root / "bucket" / "dir");
+  write_fixed(root / "bucket" / "dir" / "c.h5", 200, false, 1);
+  write_fixed(root / "bucket" / "dir" / "z.h5", 300, true, 2);
+  const std::string secret = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
+  const gpufeed::test::fault_server store(root.path(),
+                                          {"--sigv4", "AKIDEXAMPLE:" + secret + ":eu-west-3"});
+  if (!store.running()) GPUFEED_SKIP_TEST(store.why_not());
+  watchdog dog(60s, "s3 URLs, signatures checked");
+  gpufeed::test::env_guard env;
+  gpufeed::test::clean_aws_environment(env, (root / "home").string());
+  std::string endpoint = store.url("");
+  endpoint.pop_back();
+  env.set("AWS_ENDPOINT_URL_S3", endpoint);
+  env.set("AWS_REGION", "eu-west-3");
+  const std::vector<std::string> urls{"s3://bucket/dir/c.h5", "s3://bucket/dir/z.h5"};
+  const hdf5_source local(std::vector<fs::path>{root / "bucket" / "dir" / "c.h5",
+                                                root / "bucket" / "dir" / "z.h5"});
+  SUBCASE("the right key: every request accepted, every record right, in the loader too") {
+    env.set("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE");
+    env.set("AWS_SECRET_ACCESS_KEY", secret);
+    const hdf5_source remote(urls);
+    check_same(remote, local);
+    check_epoch(remote, local, sample_order::block_shuffled);
+  }
+  SUBCASE("another secret: 403 at open, naming the s3:// URL and no secret") {
+    env.set("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE");
+    env.set("AWS_SECRET_ACCESS_KEY", "not-the-secret");
+    const std::string m = error_of<io_error>([&] { hdf5_source src(urls); });
+    CHECK(has(m, "s3://bucket/dir/c.h5"));
+    CHECK(has(m, "403"));
+    CHECK_FALSE(has(m, "not-the-secret"));
+    CHECK_FALSE(has(m, "Signature="));
+  }
+  SUBCASE("no credentials: unsigned requests, refused") {
+    const std::string m = error_of<io_error>([&] { hdf5_source src(urls); });
+    CHECK(has(m, "403"));
+  }
+}
