@@ -1,13 +1,13 @@
 // hdf5_source over shards named by http:// URLs, served by nginx on the loopback interface from
 // shards written locally with the HDF5 C API: every record byte-equal to the local source's
 // (contiguous and chunked+deflate, fixed rows and the blob layout, shards past the first learned
-// by a header read over HTTP), the loader in sequential, shuffled and block_shuffled order
-// delivering each record once with its bytes, a 404 an io_error naming the URL, reads = map
-// refused, an object replaced after open an error on read (never other bytes), and a shard
-// replaced while closed by max_open_shards refused on reopen; s3:// URLs at a custom endpoint
-// (nginx, path style), unsigned without credentials and signed with them (nginx does not check
-// signatures: what is checked is the request's signed headers and that no secret is shown).
-// Skips when nginx is not installed.
+// by a header read over HTTP; a shard of 2500 chunks opened in few requests), the loader in
+// sequential, shuffled and block_shuffled order delivering each record once with its bytes, a
+// 404 an io_error naming the URL, reads = map refused, an object replaced after open an error on
+// read (never other bytes), and a shard replaced while closed by max_open_shards refused on
+// reopen. s3:// URLs at a custom endpoint, path style: nginx (unsigned without credentials;
+// signed with them, the signed headers checked here) and fault_server.py --sigv4, which checks
+// every signature as S3 does. Skips when nginx is not installed.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -171,6 +171,27 @@ TEST_CASE("hdf5_source over http:// URLs reads the bytes the local shards hold")
     const hdf5_source local(s.paths({"z.h5", "c.h5"}));
     check_same(remote, local);
   }
+}
+
+TEST_CASE("opening a URL shard of many chunks reads its chunk index in blocks, not per chunk") {
+  temp_dir root{"h5many"};
+  {
+    h5_file f(root / "many.h5");
+    dataset_spec d;
+    d.dims = {40000, 128};
+    d.chunk = {16, 128};  // 2500 chunks over 5 MB, a v1 B-tree of many nodes
+    d.deflate = 1;
+    f.add(d, gpufeed::test::pattern<std::uint8_t>(40000 * 128, 9));
+  }
+  nginx_server nginx(root.path());
+  if (!nginx.running()) GPUFEED_SKIP_TEST(nginx.why_not());
+  watchdog dog(60s, "many chunks");
+  const hdf5_source remote(nginx.url("many.h5"));
+  const std::size_t requests = nginx.logged_connections().size();
+  MESSAGE("requests to open a shard of 2500 chunks (" << fs::file_size(root / "many.h5")
+                                                      << " bytes): " << requests);
+  CHECK(requests < 2500 / 10);
+  check_same(remote, hdf5_source(root / "many.h5"));
 }
 
 TEST_CASE("the loader over URL shards delivers every record once, with its bytes") {
