@@ -5,9 +5,10 @@
 // sequential, shuffled and block_shuffled order delivering each record once with its bytes, a
 // 404 an io_error naming the URL, reads = map refused, an object replaced after open an error on
 // read (never other bytes), and a shard replaced while closed by max_open_shards refused on
-// reopen. s3:// URLs at a custom endpoint, path style: nginx (unsigned without credentials;
-// signed with them, the signed headers checked here) and fault_server.py --sigv4, which checks
-// every signature as S3 does. Skips when nginx is not installed.
+// reopen; labels read over HTTP, a shard needing the H5Dread fallback refused. s3:// URLs at a
+// custom endpoint, path style: nginx (unsigned without credentials; signed with them, the signed
+// headers checked here) and fault_server.py --sigv4, which checks every signature as S3 does.
+// Skips when nginx is not installed.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -64,7 +65,8 @@ void write_fixed(const fs::path& p, std::uint64_t rows, bool chunked, unsigned s
 
 void write_blob(const fs::path& p, std::uint64_t records, bool chunked, unsigned seed) {
   std::vector<std::uint64_t> offsets{0};
-  for (std::uint64_t k = 0; k < records; ++k) offsets.push_back(offsets.back() + 1 + (k * 37) % 900);
+  for (std::uint64_t k = 0; k < records; ++k)
+    offsets.push_back(offsets.back() + 1 + (k * 37) % 900);
   h5_file f(p);
   dataset_spec d;
   d.dims = {offsets.back()};
@@ -369,4 +371,42 @@ TEST_CASE("s3:// shards against a store that checks every request's SigV4 signat
     const std::string m = error_of<io_error>([&] { hdf5_source src(urls); });
     CHECK(has(m, "403"));
   }
+}
+
+TEST_CASE("labels read over HTTP; a shard needing the H5Dread fallback is refused for a URL") {
+  temp_dir root{"h5lab"};
+  const std::uint64_t rows = 90;
+  {
+    h5_file f(root / "l.h5");
+    dataset_spec d;
+    d.dims = {rows, 16};
+    d.chunk = {10, 16};
+    d.deflate = 1;
+    f.add(d, gpufeed::test::pattern<std::uint8_t>(rows * 16, 5));
+    dataset_spec l;
+    l.name = "labels";
+    l.file_type = H5T_STD_I64LE;
+    l.mem_type = H5T_NATIVE_INT64;
+    l.dims = {rows};
+    f.add(l, gpufeed::test::pattern<std::int64_t>(rows, 6));
+  }
+  {
+    h5_file f(root / "compact.h5");
+    dataset_spec d;
+    d.dims = {20, 8};
+    d.compact = true;  // compact storage: read through H5Dread
+    f.add(d, gpufeed::test::pattern<std::uint8_t>(160, 7));
+  }
+  nginx_server nginx(root.path());
+  if (!nginx.running()) GPUFEED_SKIP_TEST(nginx.why_not());
+  watchdog dog(60s, "labels and fallback");
+  const hdf5_source remote(nginx.url("l.h5"));
+  const hdf5_source local(root / "l.h5");
+  REQUIRE(remote.has_labels());
+  for (std::uint64_t i = 0; i < rows; ++i) CHECK(remote.label(i) == local.label(i));
+  check_same(remote, local);
+  const std::string m =
+      error_of<unsupported_error>([&] { hdf5_source src(nginx.url("compact.h5")); });
+  CHECK(has(m, nginx.url("compact.h5")));
+  CHECK(has(m, "H5Dread"));
 }
