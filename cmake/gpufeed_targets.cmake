@@ -90,6 +90,7 @@ else()
                  "libspng-dev); the image component is not built")
 endif()
 
+
 # --- doctor: gpufeed/doctor/ (host checks, report). Its GPU checks, gpufeed/cuda/doctor/, need
 # the cuda component as well. dl: NVML is loaded at run time (dlopen is in libc only from glibc
 # 2.34).
@@ -117,6 +118,19 @@ if(TARGET gpufeed_pack_hdf5 OR TARGET gpufeed_pack_lmdb)
     endif()
   endforeach()
   gpufeed_component(pack ${_gpufeed_writers})
+endif()
+
+# --- remote: gpufeed/detail/remote/ (shards over HTTP(S) and S3: ranged GETs through libcurl;
+# URLs, AWS Signature Version 4 and credentials, whose hashes OpenSSL's libcrypto computes).
+find_package(CURL QUIET)
+find_package(OpenSSL QUIET COMPONENTS Crypto)
+if(CURL_FOUND AND TARGET OpenSSL::Crypto)
+  gpufeed_component(remote gpufeed CURL::libcurl OpenSSL::Crypto)
+  # Tells the sources' headers (detail/hdf5/url_reader.hpp) that shards may be URLs.
+  target_compile_definitions(gpufeed_remote INTERFACE GPUFEED_HAS_REMOTE)
+else()
+  message(STATUS "gpufeed: libcurl or OpenSSL's libcrypto not found (apt install "
+                 "libcurl4-openssl-dev libssl-dev); the remote component is not built")
 endif()
 
 # --- all: every component this build has.

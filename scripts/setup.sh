@@ -8,12 +8,16 @@ set -euo pipefail
 # TurboJPEG and libspng decode images (the image component); libjpeg-turbo-progs'
 # cjpeg/djpeg write the image tests' JPEGs and are their reference decoder.
 # Open MPI (libopenmpi-dev, openmpi-bin) builds and launches examples/ddp_train.
+# libcurl reads shards over HTTP(S) and libssl-dev's libcrypto signs requests to S3 (the remote
+# component); nginx-light serves the remote tests' files with range support on the loopback
+# interface, and openssl makes their HTTPS test's certificate.
 packages=(build-essential cmake pkg-config libhdf5-dev liblmdb-dev doctest-dev zlib1g-dev
           libcli11-dev nlohmann-json3-dev libdlpack-dev libdeflate-dev liblz4-dev libzstd-dev libblosc-dev
           python3-h5py python3-hdf5plugin hdf5-filter-plugin bitshuffle
           hdf5-filter-plugin-blosc-serial python3-zstandard libnuma-dev
           libturbojpeg0-dev libspng-dev libjpeg-turbo-progs
-          libopenmpi-dev openmpi-bin)
+          libopenmpi-dev openmpi-bin
+          libcurl4-openssl-dev libssl-dev openssl nginx-light)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

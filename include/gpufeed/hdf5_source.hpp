@@ -121,6 +121,9 @@ class hdf5_source {
   // config_error when the list is empty. One `gpufeed pack` output directory, or its
   // manifest.json, stands for the shards its manifest lists (`hdf5_source("shards/")`); a pack
   // directory without a complete manifest (the pack did not finish) is a format_error.
+  // A shard may be a URL instead of a path: "http://…", "https://…" or "s3://bucket/key" (with
+  // the remote component linked, gpufeed::remote), read with ranged GETs (never mapped; no
+  // manifest is looked for beside it; docs/design.md, "Shards from URLs").
   explicit hdf5_source(const std::filesystem::path& shard, hdf5_options options = {})
       : hdf5_source(std::vector<std::filesystem::path>{shard}, std::move(options)) {}
 
@@ -256,7 +259,8 @@ class hdf5_source {
     return detail::hdf5::describe_shard(state(), k);
   }
 
-  // Models file_naming_source: the shard holding record i, as given, without opening it.
+  // Models file_naming_source: the shard holding record i, as given (a URL redacted), without
+  // opening it.
   // config_error when i is out of range.
   [[nodiscard]] const std::filesystem::path& file_of(std::uint64_t i) const {
     return state().file_of(i);
@@ -265,10 +269,12 @@ class hdf5_source {
   // Models record_naming_source: record i's input name from its shard's names table (names/data
   // + names/offsets, which `gpufeed pack` writes; detail/hdf5/record_names.hpp), read from the
   // file on each call — an open and three small reads, for error paths — or nullopt when the
-  // shard has no table. config_error when i is out of range, format_error for a damaged table.
+  // shard has no table or is named by a URL (names are not fetched over HTTP). config_error when
+  // i is out of range, format_error for a damaged table.
   [[nodiscard]] std::optional<std::string> name_of(std::uint64_t i) const {
     const auto& st = state();
     const std::size_t k = st.locate(i);
+    if (detail::hdf5::is_shard_url(st.space.path(k))) return std::nullopt;
     return detail::hdf5::read_record_name(st.file_of(i), st.first(k + 1) - st.first(k),
                                           i - st.first(k), i);
   }

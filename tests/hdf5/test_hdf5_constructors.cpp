@@ -107,3 +107,21 @@ TEST_CASE("hdf5_source: vectors and other ranges of path-like values") {
   CHECK(records(hdf5_source(view, gpufeed::hdf5_options{})) == shards01);
   CHECK_THROWS_AS(hdf5_source(std::vector<std::string>{}), gpufeed::config_error);
 }
+
+#ifndef GPUFEED_HAS_REMOTE
+TEST_CASE("a URL shard without the remote component is a config_error saying what to link") {
+  for (const char* url : {"http://127.0.0.1:1/a.h5", "https://example.invalid/a.h5",
+                          "s3://bucket/a.h5", "HTTP://user:pw@host/a.h5?X-Amz-Signature=zz"}) {
+    CAPTURE(url);
+    try {
+      hdf5_source src(url);
+      FAIL("opened");
+    } catch (const gpufeed::config_error& e) {
+      const std::string m = e.what();
+      CHECK(m.find("gpufeed::remote") != std::string::npos);
+      CHECK(m.find("pw") == std::string::npos);
+      CHECK(m.find("=zz") == std::string::npos);
+    }
+  }
+}
+#endif

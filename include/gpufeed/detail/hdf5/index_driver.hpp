@@ -15,6 +15,13 @@
 // before that means the file shrank, and the read fails (recorded in driver_fault, with a failed
 // pread's errno, so gpufeed reports an io_error naming the file rather than HDF5's generic error).
 //
+// A shard that is not a local file (a URL) is opened through byte sources instead of a path:
+// while a source_scope is armed on the calling thread, the driver's open takes that scope's
+// sources rather than opening the name it is given, and reads HDF5's metadata through one (a
+// block_cache over the object: few requests) and raw data through the other (the object
+// itself). Such a file holds no descriptor: it is never locked, and two such files are the same
+// file when they read the same raw source.
+//
 // Its reads go through the byte-source seam (io::fd_reader over the driver's own descriptor:
 // try_read, which continues short reads, retries EINTR and tells a failure from an early end),
 // not a pread loop of its own. It keeps its own descriptor (HDF5 opens, locks, compares and
@@ -35,6 +42,7 @@
 #include <new>
 
 #include "gpufeed/detail/hdf5/library.hpp"
+#include "gpufeed/detail/io/byte_source.hpp"
 #include "gpufeed/detail/io/posix_file.hpp"
 
 namespace gpufeed::detail::hdf5 {
@@ -48,6 +56,14 @@ struct raw_read_capture {
 
 // Armed capture of the calling thread (HDF5 calls the driver on the caller's thread).
 inline thread_local raw_read_capture* armed_capture = nullptr;
+
+// The sources a file opened on this thread reads instead of its path (see the top): metadata
+// through `meta`, raw data through `raw`; both outlive the HDF5 file opened with them.
+struct driver_sources {
+  const io::byte_source* meta = nullptr;
+  const io::byte_source* raw = nullptr;
+};
+inline thread_local driver_sources armed_sources{};
 
 class index_driver {
  public:
@@ -67,6 +83,7 @@ class index_driver {
     haddr_t eof = 0;
     dev_t device = 0;
     ino_t inode = 0;
+    driver_sources sources;  // set: the file is read through them, fd is -1
   };
   static file* self(H5FD_t* f) noexcept { return reinterpret_cast<file*>(f); }
   static const file* self(const H5FD_t* f) noexcept { return reinterpret_cast<const file*>(f); }
@@ -78,6 +95,13 @@ class index_driver {
       return nullptr;
     if (!name || !*name || maxaddr == 0 || maxaddr == HADDR_UNDEF || maxaddr > max_address)
       return nullptr;
+    if (armed_sources.raw) {
+      auto* f = new (std::nothrow) file{};
+      if (!f) return nullptr;
+      f->sources = armed_sources;
+      f->eof = static_cast<haddr_t>(f->sources.raw->size());
+      return &f->base;
+    }
     const int fd = ::open(name, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return nullptr;
     struct stat st {};
@@ -99,7 +123,7 @@ class index_driver {
 
   static herr_t close(H5FD_t* h) noexcept {
     file* f = self(h);
-    const int rc = ::close(f->fd);
+    const int rc = f->fd >= 0 ? ::close(f->fd) : 0;
     delete f;
     return rc == 0 ? 0 : -1;
   }
@@ -107,6 +131,7 @@ class index_driver {
   static int cmp(const H5FD_t* a, const H5FD_t* b) noexcept {
     const file* x = self(a);
     const file* y = self(b);
+    if (x->sources.raw != y->sources.raw) return x->sources.raw < y->sources.raw ? -1 : 1;
     if (x->device != y->device) return x->device < y->device ? -1 : 1;
     if (x->inode != y->inode) return x->inode < y->inode ? -1 : 1;
     return 0;
@@ -139,8 +164,7 @@ class index_driver {
     }
     file* f = self(h);
     if (addr == HADDR_UNDEF || addr > max_address || size > max_address - addr) return -1;
-    const io::fd_reader bytes(f->fd, f->eof, std::string());  // errors are named by the caller
-    const io::read_outcome r = bytes.try_read(buf, size, addr);
+    const io::read_outcome r = read_bytes(*f, type, buf, size, addr);
     if (r.ok()) return 0;
     // Ended before the size at open: the file shrank after it was opened, never invent zeros.
     if (r.why == io::read_outcome::stop::failed || r.at < f->eof) {
@@ -152,6 +176,17 @@ class index_driver {
     return 0;
   }
 
+  // Through the armed sources, or pread on the file's own descriptor.
+  static io::read_outcome read_bytes(const file& f, H5FD_mem_t type, void* buf, std::size_t size,
+                                     haddr_t addr) noexcept {
+    if (f.sources.raw) {
+      const io::byte_source& s = type == H5FD_MEM_DRAW ? *f.sources.raw : *f.sources.meta;
+      return s.try_read(buf, size, addr);
+    }
+    const io::fd_reader bytes(f.fd, f.eof, std::string());  // errors are named by the caller
+    return bytes.try_read(buf, size, addr);
+  }
+
   static herr_t write(H5FD_t*, H5FD_mem_t, hid_t, haddr_t, std::size_t, const void*) noexcept {
     return -1;  // read-only
   }
@@ -159,10 +194,12 @@ class index_driver {
   // A shared lock, as sec2 takes for read-only opens (refused while a writer holds the file);
   // file systems without flock are accepted.
   static herr_t lock(H5FD_t* h, hbool_t rw) noexcept {
+    if (self(h)->fd < 0) return 0;  // read through sources: nothing to lock
     if (::flock(self(h)->fd, (rw ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0) return 0;
     return (errno == ENOSYS || errno == EOPNOTSUPP) ? 0 : -1;
   }
   static herr_t unlock(H5FD_t* h) noexcept {
+    if (self(h)->fd < 0) return 0;
     if (::flock(self(h)->fd, LOCK_UN) == 0) return 0;
     return (errno == ENOSYS || errno == EOPNOTSUPP) ? 0 : -1;
   }
@@ -207,6 +244,21 @@ class capture_scope {
 
  private:
   raw_read_capture* previous_;
+};
+
+// Arms `sources` on this thread for the HDF5 file opens made in its lifetime (index_driver's
+// open then reads through them instead of the path).
+class source_scope {
+ public:
+  explicit source_scope(driver_sources sources) noexcept : previous_(armed_sources) {
+    armed_sources = sources;
+  }
+  source_scope(const source_scope&) = delete;
+  source_scope& operator=(const source_scope&) = delete;
+  ~source_scope() { armed_sources = previous_; }
+
+ private:
+  driver_sources previous_;
 };
 
 }  // namespace gpufeed::detail::hdf5

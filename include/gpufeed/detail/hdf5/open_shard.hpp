@@ -29,6 +29,8 @@
 #include "gpufeed/detail/hdf5/layout_precheck.hpp"
 #include "gpufeed/detail/hdf5/library.hpp"
 #include "gpufeed/detail/hdf5/shard.hpp"
+#include "gpufeed/detail/hdf5/url_reader.hpp"
+#include "gpufeed/detail/io/block_cache.hpp"
 #include "gpufeed/detail/io/mapped_file.hpp"
 #include "gpufeed/detail/io/posix_file.hpp"
 #include "gpufeed/error.hpp"
@@ -161,20 +163,28 @@ inline void check_descriptors_left(const shard_index& s, const char* api) {
 
 // Opens and indexes one shard, whose bytes gpufeed reads through `reader` (HDF5 itself reads
 // the file at p through index_driver, for the metadata it indexes): the same bytes, named as p.
+// through_reader: p is no file (a URL), and HDF5 reads through `reader` too, its metadata via a
+// block_cache (whole blocks, few requests), the shard then named as the reader names it; such a
+// shard cannot take the H5Dread fallback (unsupported_error: its HDF5 file would have to stay
+// open on the reader).
 // io_error when the file cannot be opened; format_error when it is not HDF5, lacks a dataset or
 // has inconsistent contents; unsupported_error for a non-numeric dtype; library_error when HDF5
 // fails otherwise.
 inline shard_index open_shard(const std::filesystem::path& p, const hdf5_options& req,
-                              io::owned_source reader) {
+                              io::owned_source reader, bool through_reader = false) {
   shard_index s;
-  s.path = p.string();
+  s.path = through_reader ? reader.name() : p.string();
   s.file = std::move(reader);
   const std::string& file = s.path;
-  const io::byte_source& bytes = s.file.source();
+  std::optional<io::block_cache> meta;  // declared before HDF5's handles: outlives them
+  if (through_reader) meta.emplace(s.file.source());
+  const io::byte_source& bytes = meta ? *meta : s.file.source();
 
   library_lock lock;
   clear_driver_fault();
-  if (H5Fis_hdf5(file.c_str()) <= 0) {
+  if (meta) {
+    if (!has_hdf5_signature(bytes)) format_fail("not an HDF5 file", file);
+  } else if (H5Fis_hdf5(file.c_str()) <= 0) {
     take_error_stack();
     check_descriptors_left(s, "H5Fis_hdf5");  // EMFILE: not the file's fault
     // H5Fis_hdf5 (through HDF5's own driver) says "no" for a read error too: look for the
@@ -189,7 +199,10 @@ inline shard_index open_shard(const std::filesystem::path& p, const hdf5_options
   if (driver < 0) throw_hdf5("cannot register gpufeed's HDF5 file driver", file, "H5FDregister");
   handle fapl = checked(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, "H5Pcreate", "no fapl", file);
   check(H5Pset_driver(fapl.get(), driver, nullptr), "H5Pset_driver", "cannot set the driver", file);
-  const hid_t fid_raw = H5Fopen(file.c_str(), H5F_ACC_RDONLY, fapl.get());
+  const hid_t fid_raw = [&] {
+    const source_scope armed(meta ? driver_sources{&*meta, &s.file.source()} : driver_sources{});
+    return H5Fopen(file.c_str(), H5F_ACC_RDONLY, fapl.get());
+  }();
   if (fid_raw < 0) check_descriptors_left(s, "H5Fopen");
   handle fid = checked<format_error>(fid_raw, H5Fclose, "H5Fopen",
                                      "cannot open the HDF5 file (truncated or damaged?)", file);
@@ -247,7 +260,7 @@ inline shard_index open_shard(const std::filesystem::path& p, const hdf5_options
     s.labels = read_labels(fid.get(), labels_name, s.records, bytes);
 
   hdf5_shard_info& desc = s.description;
-  desc.path = p;
+  desc.path = through_reader ? std::filesystem::path(s.path) : p;
   desc.records = s.records;
   desc.layout = s.blob ? "blob" : "fixed";
   desc.label_dataset = labels_name;
@@ -257,6 +270,11 @@ inline shard_index open_shard(const std::filesystem::path& p, const hdf5_options
 
   s.dataset_name = req.dataset;
   index_storage(s, dset.get(), dt, file);
+  if (s.kind == read_kind::fallback && meta)
+    throw unsupported_error("the shard needs HDF5's own reads (H5Dread fallback: " +
+                                desc.fallback_reason +
+                                "), which a shard named by a URL cannot take",
+                            file_context(file));
   if (s.kind == read_kind::fallback) {
     s.h5file = std::move(fid);
     s.dataset = std::move(dset);
@@ -281,9 +299,11 @@ inline bool reads_mapped(const hdf5_options& req, const shard_index& s) noexcept
 }
 
 // Opens and indexes one shard, read with pread (io::posix_file) or through a memory map of the
-// same descriptor (io::mapped_file) as reads_mapped() says. Errors as above; io_error when the
-// map cannot be made.
+// same descriptor (io::mapped_file) as reads_mapped() says; a shard named by a URL through its
+// HTTP(S) reader (url_reader.hpp: ranged GETs, never mapped). Errors as above and
+// open_url_reader's; io_error when the map cannot be made.
 inline shard_index open_shard(const std::filesystem::path& p, const hdf5_options& req) {
+  if (is_shard_url(p)) return open_shard(p, req, open_url_reader(p.native(), req), true);
   shard_index s = open_shard(p, req, io::owned_source(std::make_unique<io::posix_file>(p)));
   if (reads_mapped(req, s)) {
     std::unique_ptr<io::posix_file> f = s.file.take<io::posix_file>();

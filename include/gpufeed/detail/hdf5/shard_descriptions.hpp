@@ -20,7 +20,7 @@ inline hdf5_shard_info describe_shard(const source_state& st, std::size_t k) {
                        std::to_string(st.shard_count()) + " shards)");
   if (st.is_open(k)) return st.shard(k).description;
   hdf5_shard_info d;
-  d.path = st.space.path(k);
+  d.path = st.shown[k];
   d.first_record = st.first(k);
   d.records = st.first(k + 1) - st.first(k);
   d.opened = false;

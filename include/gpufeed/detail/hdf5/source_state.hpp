@@ -68,6 +68,9 @@ struct source_state {
   device_decode::device_units device_units;  // for device decode (the first shard's)
   bool explicit_budget = false;     // hdf5_options::decode_cache_bytes was set
   std::unique_ptr<unit_cache::shared_chunk_cache> cache;  // shared by every reader; its own lock
+  // Each shard as errors and descriptions name it: its path, or its URL redacted (a presigned
+  // query or userinfo is needed to open it, never shown).
+  std::vector<std::filesystem::path> shown;
 
   [[nodiscard]] std::uint64_t size() const noexcept { return space.size(); }
   [[nodiscard]] std::size_t shard_count() const noexcept { return space.shard_count(); }
@@ -90,10 +93,11 @@ struct source_state {
     return space.locate(i).shard;
   }
 
-  // The shard file holding global record i, without opening it; config_error when i >= size().
+  // The shard file holding global record i (a URL redacted), without opening it; config_error
+  // when i >= size().
   [[nodiscard]] const std::filesystem::path& file_of(std::uint64_t i) const {
     if (i >= size()) out_of_range(i);
-    return space.file_of(i);
+    return shown[space.locate(i).shard];
   }
 
   // Shard k, opened on first use. Thread-safe: one caller opens, the others wait for it.
@@ -178,7 +182,13 @@ struct source_state {
       : req(options),
         space(given(paths), options.max_open_shards, [](const shard_index& s) { s.file.reopen(); },
               [](const shard_index& s) noexcept { close_descriptors(s); }) {
-    space.find_manifest([](const pack_manifest& m) { return m.format != "lmdb"; });
+    for (std::size_t k = 0; k < shard_count(); ++k)
+      shown.push_back(is_shard_url(space.path(k))
+                          ? std::filesystem::path(remote::redact_url(space.path(k).native()))
+                          : space.path(k));
+    // Pack's manifest is looked for beside a local first shard only (none is fetched over HTTP).
+    if (!is_shard_url(space.path(0)))
+      space.find_manifest([](const pack_manifest& m) { return m.format != "lmdb"; });
     // The first shard, opened now.
     {
       shard_slot& s0 = space.at(0);
@@ -303,7 +313,7 @@ struct source_state {
             throw format_error("the manifest " + listed->manifest.path.string() +
                                    " says records: 0 for the shard, which holds " +
                                    std::to_string(h.records) + " records",
-                               file_context(space.path(k).string()));
+                               file_context(shown[k].string()));
         }
       }
       space.set_extents_from("the manifest " + listed->manifest.path.string());

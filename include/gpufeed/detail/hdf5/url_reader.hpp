@@ -1,0 +1,49 @@
+// gpufeed — the reader of an HDF5 shard named by a URL (http://, https://, s3://) instead of a
+// path: an HTTP(S) byte source of the remote component (detail/remote/object_source.hpp), which
+// the shard's records, chunks and HDF5's own metadata reads all go through (open_shard).
+//
+// The remote component is optional (libcurl, OpenSSL): built without it (GPUFEED_HAS_REMOTE is
+// defined by linking gpufeed::remote), a URL is still recognised, so that it is a config_error
+// saying what to link rather than "no such file".
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "gpufeed/detail/io/byte_source.hpp"
+#include "gpufeed/detail/remote/s3_url.hpp"
+#include "gpufeed/detail/remote/url.hpp"
+#include "gpufeed/error.hpp"
+#include "gpufeed/hdf5_options.hpp"
+#ifdef GPUFEED_HAS_REMOTE
+#include "gpufeed/detail/remote/object_source.hpp"
+#endif
+
+namespace gpufeed::detail::hdf5 {
+
+// True when shard p is named by a URL rather than a path.
+[[nodiscard]] inline bool is_shard_url(const std::filesystem::path& p) {
+  return remote::is_remote_url(p.native());
+}
+
+// The shard at url's bytes (an http_file: ranged GETs, s3:// signed). config_error when the URL
+// or an S3 setting is malformed, when hdf5_options::reads asks for a memory map (a URL has none:
+// its reads are ranged GETs, pread-style), or when the remote component is not linked; io_error
+// naming the URL (redacted) when the object cannot be opened (404, 403, no ranges, no server).
+[[nodiscard]] inline io::owned_source open_url_reader(const std::string& url,
+                                                      const hdf5_options& req) {
+  if (req.reads == hdf5_options::read_method::map)
+    throw config_error("hdf5_options::reads = map cannot read a shard named by a URL (its reads "
+                       "are ranged requests; use automatic or pread)",
+                       file_context(remote::redact_url(url)));
+#ifdef GPUFEED_HAS_REMOTE
+  return io::owned_source(remote::open_remote_object(url));
+#else
+  throw config_error("the shard is a URL: reading shards over HTTP(S) or S3 needs gpufeed's remote "
+                     "component (link gpufeed::remote; it needs libcurl and OpenSSL)",
+                     file_context(remote::redact_url(url)));
+#endif
+}
+
+}  // namespace gpufeed::detail::hdf5
