@@ -1,11 +1,13 @@
-// gpufeed::cuda — decoding on the device: include this header in one CUDA (.cu) translation unit
-// of the program to give device engines (device_target.hpp) their unit_decoder
+// gpufeed::cuda — decoding on the device: include this header in exactly one CUDA (.cu)
+// translation unit of the program to give device engines (device_target.hpp) their unit_decoder
 // (transfer_engine::decoder()): the kernels that decode compressed units into the engine's device
 // cache and gather each batch's records from it (docs/design.md, "GPU chunk decoders").
 //
 // The engine itself is host code, included by .cpp files that cannot hold kernels, so it finds
 // them through a table (detail/assembly_kernels.hpp) that this header fills while the program
-// starts. Without it, decoder() is nullptr and batches take the host path.
+// starts. Without it, decoder() is nullptr and batches take the host path. One only: the decode
+// kernel (codec/unit_kernels.cuh) is defined where it is included, and a second definition
+// fails to link.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -27,8 +29,7 @@ inline void assembly_decode(const std::uint8_t* src, std::uint8_t* cache,
 
 inline constexpr assembly_kernels compiled_assembly_kernels{&assembly_decode, &launch_gather_runs};
 
-// Registers the table before main() runs (an inline variable: one per program, however many
-// translation units include this header).
+// Registers the table before main() runs.
 inline const bool assembly_kernels_registered = [] {
   registered_assembly_kernels().store(&compiled_assembly_kernels, std::memory_order_release);
   return true;

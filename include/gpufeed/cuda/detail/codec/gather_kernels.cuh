@@ -6,8 +6,9 @@
 // large (whole chunks, 64 KiB to MiBs). Each warp reads the headers of 32 consecutive work items
 // side by side (one per lane), then copies them in groups of `lanes` lanes, 32 / lanes items at a
 // time; a large run is cut into `pieces` items, so few runs still spread over every SM. Copies
-// use the widest word (16 bytes down to 1) to which source and destination can be aligned
-// together, with a few loads in flight per lane before the stores. A run outside the cache or
+// use the widest word (16, 8 or 4 bytes) to which source and destination can be aligned
+// together, with a few loads in flight per lane before the stores, or 4-byte words shifted
+// together from the source's when their alignments differ below 4. A run outside the cache or
 // the slot is checked before anything is read and never copied: a status word, never a fault.
 #pragma once
 
@@ -39,13 +40,39 @@ __device__ __forceinline__ void lanes_copy_words(const T* __restrict__ src, T* _
   for (; i < words; i += lanes) dst[i] = src[i];
 }
 
+// Copies n bytes whose source and destination differ in alignment below 4 bytes: bytes until
+// dst is 4-byte aligned, then each 4-byte word of dst put together from the two aligned source
+// words it straddles (a funnel shift), then the last bytes. The second word of the last shift
+// holds a byte of the source, so no read leaves the aligned words the source lies in.
+__device__ inline void lanes_copy_shifted(const std::uint8_t* src, std::uint8_t* dst,
+                                          std::uint64_t n, unsigned lane, unsigned lanes) {
+  std::uint64_t head = (4 - (reinterpret_cast<std::uintptr_t>(dst) & 3)) & 3;
+  if (head > n) head = n;
+  for (std::uint64_t i = lane; i < head; i += lanes) dst[i] = src[i];
+  src += head;
+  dst += head;
+  n -= head;
+  const unsigned skew = static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(src) & 3);
+  const auto* from = reinterpret_cast<const std::uint32_t*>(src - skew);
+  auto* to = reinterpret_cast<std::uint32_t*>(dst);
+  const std::uint64_t words = n / 4;
+  for (std::uint64_t i = lane; i < words; i += lanes)
+    to[i] = __funnelshift_r(from[i], from[i + 1], 8 * skew);
+  for (std::uint64_t i = words * 4 + lane; i < n; i += lanes) dst[i] = src[i];
+}
+
 // Copies n bytes by lane `lane` of `lanes` at any alignment: bytes until dst reaches the widest
-// word that src can share, those words, then the remaining bytes.
+// word (4 to 16 bytes) that src can share, those words, then the remaining bytes; below 4,
+// lanes_copy_shifted.
 __device__ inline void lanes_copy(const std::uint8_t* src, std::uint8_t* dst, std::uint64_t n,
                                   unsigned lane, unsigned lanes) {
   const auto s = reinterpret_cast<std::uintptr_t>(src), d = reinterpret_cast<std::uintptr_t>(dst);
   std::uint64_t w = 16;
-  while (w > 1 && ((s ^ d) & (w - 1)) != 0) w /= 2;
+  while (w > 4 && ((s ^ d) & (w - 1)) != 0) w /= 2;
+  if (((s ^ d) & (w - 1)) != 0) {
+    lanes_copy_shifted(src, dst, n, lane, lanes);
+    return;
+  }
   std::uint64_t head = (w - (d & (w - 1))) & (w - 1);
   if (head > n) head = n;
   for (std::uint64_t i = lane; i < head; i += lanes) dst[i] = src[i];
@@ -62,16 +89,9 @@ __device__ inline void lanes_copy(const std::uint8_t* src, std::uint8_t* dst, st
       lanes_copy_words(reinterpret_cast<const uint2*>(src), reinterpret_cast<uint2*>(dst), words,
                        lane, lanes);
       break;
-    case 4:
+    default:
       lanes_copy_words(reinterpret_cast<const unsigned*>(src), reinterpret_cast<unsigned*>(dst),
                        words, lane, lanes);
-      break;
-    case 2:
-      lanes_copy_words(reinterpret_cast<const unsigned short*>(src),
-                       reinterpret_cast<unsigned short*>(dst), words, lane, lanes);
-      break;
-    default:
-      lanes_copy_words(src, dst, words, lane, lanes);
       break;
   }
   for (std::uint64_t i = body + lane; i < n; i += lanes) dst[i] = src[i];
