@@ -18,87 +18,12 @@
 
 #include "gpufeed/cuda/check.hpp"
 #include "gpufeed/cuda/detail/assembly_kernels.hpp"
+#include "gpufeed/cuda/detail/codec/gather_lanes.hpp"
 #include "gpufeed/cuda/detail/grid.hpp"
 
 namespace gpufeed::cuda::detail {
 
-// Copies `words` words of T from src to dst (both T-aligned) by lane `lane` of `lanes`; four
-// loads of each lane in flight before its stores.
-template <class T>
-__device__ __forceinline__ void lanes_copy_words(const T* __restrict__ src, T* __restrict__ dst,
-                                                 std::uint64_t words, unsigned lane,
-                                                 unsigned lanes) {
-  constexpr unsigned unroll = 4;
-  std::uint64_t i = lane;
-  for (; i + std::uint64_t{lanes} * (unroll - 1) < words; i += std::uint64_t{lanes} * unroll) {
-    T v[unroll];
-#pragma unroll
-    for (unsigned k = 0; k < unroll; ++k) v[k] = src[i + std::uint64_t{lanes} * k];
-#pragma unroll
-    for (unsigned k = 0; k < unroll; ++k) dst[i + std::uint64_t{lanes} * k] = v[k];
-  }
-  for (; i < words; i += lanes) dst[i] = src[i];
-}
-
-// Copies n bytes whose source and destination differ in alignment below 4 bytes: bytes until
-// dst is 4-byte aligned, then each 4-byte word of dst put together from the two aligned source
-// words it straddles (a funnel shift), then the last bytes. The second word of the last shift
-// holds a byte of the source, so no read leaves the aligned words the source lies in.
-__device__ inline void lanes_copy_shifted(const std::uint8_t* src, std::uint8_t* dst,
-                                          std::uint64_t n, unsigned lane, unsigned lanes) {
-  std::uint64_t head = (4 - (reinterpret_cast<std::uintptr_t>(dst) & 3)) & 3;
-  if (head > n) head = n;
-  for (std::uint64_t i = lane; i < head; i += lanes) dst[i] = src[i];
-  src += head;
-  dst += head;
-  n -= head;
-  const unsigned skew = static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(src) & 3);
-  const auto* from = reinterpret_cast<const std::uint32_t*>(src - skew);
-  auto* to = reinterpret_cast<std::uint32_t*>(dst);
-  const std::uint64_t words = n / 4;
-  for (std::uint64_t i = lane; i < words; i += lanes)
-    to[i] = __funnelshift_r(from[i], from[i + 1], 8 * skew);
-  for (std::uint64_t i = words * 4 + lane; i < n; i += lanes) dst[i] = src[i];
-}
-
-// Copies n bytes by lane `lane` of `lanes` at any alignment: bytes until dst reaches the widest
-// word (4 to 16 bytes) that src can share, those words, then the remaining bytes; below 4,
-// lanes_copy_shifted.
-__device__ inline void lanes_copy(const std::uint8_t* src, std::uint8_t* dst, std::uint64_t n,
-                                  unsigned lane, unsigned lanes) {
-  const auto s = reinterpret_cast<std::uintptr_t>(src), d = reinterpret_cast<std::uintptr_t>(dst);
-  std::uint64_t w = 16;
-  while (w > 4 && ((s ^ d) & (w - 1)) != 0) w /= 2;
-  if (((s ^ d) & (w - 1)) != 0) {
-    lanes_copy_shifted(src, dst, n, lane, lanes);
-    return;
-  }
-  std::uint64_t head = (w - (d & (w - 1))) & (w - 1);
-  if (head > n) head = n;
-  for (std::uint64_t i = lane; i < head; i += lanes) dst[i] = src[i];
-  src += head;
-  dst += head;
-  n -= head;
-  const std::uint64_t words = n / w, body = words * w;
-  switch (w) {
-    case 16:
-      lanes_copy_words(reinterpret_cast<const uint4*>(src), reinterpret_cast<uint4*>(dst), words,
-                       lane, lanes);
-      break;
-    case 8:
-      lanes_copy_words(reinterpret_cast<const uint2*>(src), reinterpret_cast<uint2*>(dst), words,
-                       lane, lanes);
-      break;
-    default:
-      lanes_copy_words(reinterpret_cast<const unsigned*>(src), reinterpret_cast<unsigned*>(dst),
-                       words, lane, lanes);
-      break;
-  }
-  for (std::uint64_t i = body + lane; i < n; i += lanes) dst[i] = src[i];
-}
-
-// Work item `item` is piece item % pieces of run item / pieces. Pieces are 16-byte multiples, so
-// each keeps its run's alignment.
+// Work item `item` is piece item % pieces of run item / pieces (gather_lanes.hpp copies it).
 template <unsigned Lanes>
 __global__ void __launch_bounds__(256) gather_runs_kernel(gather_args a) {
   using gpufeed::detail::device_decode::gather_run;
@@ -120,19 +45,12 @@ __global__ void __launch_bounds__(256) gather_runs_kernel(gather_args a) {
       if (k >= here) break;  // uniform across the warp
       if (from >= here) continue;
       const std::uint64_t item = base + from;
-      const std::uint32_t piece = static_cast<std::uint32_t>(item % a.pieces);
-      const bool inside = len <= a.cache_bytes && src <= a.cache_bytes - len &&
-                          len <= a.dst_bytes && dst <= a.dst_bytes - len;
-      if (!inside) {
-        if (piece == 0 && rank == 0)
-          *a.status = gpufeed::detail::device_decode::gather_out_of_range;
-        continue;
-      }
-      const std::uint64_t step = ((len + a.pieces - 1) / a.pieces + 15) / 16 * 16;
-      const std::uint64_t at = static_cast<std::uint64_t>(piece) * step;
-      if (at >= len) continue;
-      const std::uint64_t n = len - at < step ? len - at : step;
-      lanes_copy(a.cache + src + at, a.dst + dst + at, n, rank, Lanes);
+      const auto piece = static_cast<std::uint32_t>(item % a.pieces);
+      const gather_run r{src, dst, len};
+      if (gather_run_inside(r, a.cache_bytes, a.dst_bytes))
+        gather_piece(a.cache, a.dst, r, piece, a.pieces, rank, Lanes);
+      else if (piece == 0 && rank == 0)
+        *a.status = gpufeed::detail::device_decode::gather_out_of_range;
     }
   }
 }
