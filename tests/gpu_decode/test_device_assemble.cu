@@ -244,6 +244,8 @@ TEST_CASE("assemble decodes a batch's chunks on the device and gathers its runs 
   CHECK(k.host_bytes == 3 * staging_bytes.size());
   CHECK(k.cache_bytes == cache_bytes);
   CHECK(k.work_bytes == 2 * work_bytes);
+  CHECK(k.timed_batches == 3);  // every batch's decode had finished when the counters were read
+  CHECK(k.decode_seconds > 0);
   e.drain();
   CHECK(cudaGetLastError() == cudaSuccess);
 }
