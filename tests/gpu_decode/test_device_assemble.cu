@@ -174,12 +174,13 @@ bytes read_slot(gpufeed::cuda::device_engine& e, std::size_t d,
   return out;
 }
 
-// Polls reclaim() until `token` comes back (the copies are done long before: bounded wait).
-bool reclaimed(gpufeed::cuda::device_engine& e, std::size_t token) {
-  std::vector<std::size_t> done;
+// Polls reclaim() until `token` comes back (the copies are done long before: bounded wait);
+// `seen` keeps the tokens earlier calls collected, since one call hands back all that are done.
+bool reclaimed(gpufeed::cuda::device_engine& e, std::size_t token,
+               std::vector<std::size_t>& seen) {
   for (int i = 0; i < 10000; ++i) {
-    e.reclaim(done);
-    if (std::find(done.begin(), done.end(), token) != done.end()) return true;
+    if (std::find(seen.begin(), seen.end(), token) != seen.end()) return true;
+    e.reclaim(seen);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   return false;
@@ -206,6 +207,7 @@ TEST_CASE("assemble decodes a batch's chunks on the device and gathers its runs 
   REQUIRE(n <= slot_bytes);
 
   gpufeed::cuda::device_engine e(0);
+  std::vector<std::size_t> seen;  // tokens reclaim() handed back
   e.configure(slot_bytes, 0, 2, 2);
   REQUIRE(e.decoder() == &e);
   e.configure_decode(cache_bytes, work_bytes);
@@ -224,14 +226,14 @@ TEST_CASE("assemble decodes a batch's chunks on the device and gathers its runs 
       INFO("status " << i);
       CHECK(s[i] == dd::unit_ok);
     }
-    CHECK(reclaimed(e, 40 + d));
+    CHECK(reclaimed(e, 40 + d, seen));
     e.release(d, consumer.get());
   }
   // The next batch into slot 0 waits for its release, then lands as the first did.
   e.assemble(0, 1, staging.data(), staging_bytes.size(), work.image, 42);
   e.complete(0, 1, {}, gpufeed::batch_view{});
   CHECK(read_slot(e, 0, consumer, n) == want);
-  CHECK(reclaimed(e, 42));
+  CHECK(reclaimed(e, 42, seen));
   e.release(0, consumer.get());
 
   const gpufeed::device_decode_counters k = e.decode_counters();
@@ -276,6 +278,7 @@ TEST_CASE("a corrupted LZ4 unit fails alone; out-of-range runs are refused witho
   const auto staging = pinned_copy(staging_bytes);
   pinned_work work(c.compressed, c.units, runs);
   gpufeed::cuda::device_engine e(0);
+  std::vector<std::size_t> seen;  // tokens reclaim() handed back
   e.configure(slot_bytes, 0, 1, 1);
   e.configure_decode(cache_bytes, work_bytes);
   const bytes before(slot_bytes, 0xC3);
@@ -312,7 +315,7 @@ TEST_CASE("a corrupted LZ4 unit fails alone; out-of-range runs are refused witho
   }
   CHECK(got == want);  // the refused runs wrote nothing (their places keep the 0xC3 fill)
   CHECK(n <= slot_bytes);
-  CHECK(reclaimed(e, 9));
+  CHECK(reclaimed(e, 9, seen));
   e.release(0, consumer.get());
 
   // overwrite(): the batch redone on the host replaces the slot.
@@ -335,6 +338,7 @@ TEST_CASE("work past the work area, or a head past the slot, is refused before a
   const auto staging = pinned_copy(staging_bytes);
   pinned_work work(c.compressed, c.units, runs);
   gpufeed::cuda::device_engine e(0);
+  std::vector<std::size_t> seen;  // tokens reclaim() handed back
   e.configure(slot_bytes, 0, 1, 1);
   CHECK_THROWS_AS(e.assemble(0, 0, staging.data(), data_offset, work.image, 1),
                   gpufeed::config_error);  // before configure_decode()
@@ -358,8 +362,7 @@ TEST_CASE("work past the work area, or a head past the slot, is refused before a
     CHECK_THROWS_AS(e.assemble(0, 0, staging.data(), data_offset, outside.image, 5 + field),
                     gpufeed::config_error);
   }
-  std::vector<std::size_t> done;
-  CHECK(e.reclaim(done) == 0);  // nothing was queued: no token comes back
+  CHECK(e.reclaim(seen) == 0);  // nothing was queued: no token comes back
   CHECK(e.decode_counters().batches == 0);
   // An empty batch (no units, no runs) is only its head.
   e.assemble(0, 0, staging.data(), data_offset, dd::work_image{}, 4);
@@ -367,7 +370,7 @@ TEST_CASE("work past the work area, or a head past the slot, is refused before a
   gpufeed::cuda::stream consumer;
   CHECK(read_slot(e, 0, consumer, data_offset) == staging_bytes);
   CHECK(e.statuses(0) == std::vector<std::uint32_t>{dd::unit_ok});
-  CHECK(reclaimed(e, 4));
+  CHECK(reclaimed(e, 4, seen));
   e.release(0, consumer.get());
   e.drain();
 }

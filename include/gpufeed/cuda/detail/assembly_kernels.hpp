@@ -28,9 +28,12 @@ struct gather_args {
   // Work items per run: a run is copied in `pieces` parts by as many lane groups, so that a
   // batch of few large runs still spreads over the GPU. 1 for many runs.
   std::uint32_t pieces = 1;
-  // Lanes that copy one item: 32 (a warp) for large runs, fewer for small ones, so that a warp
+  // Lanes that copy one item: 32 (a warp) for large items, fewer for small ones, so that a warp
   // has several small runs' loads in flight at once. 8, 16 or 32.
   std::uint32_t lanes = 32;
+  // Items one warp takes at a time (their headers read side by side): a multiple of 32 / lanes,
+  // at most 32; fewer when items are few, so that they spread over more warps.
+  std::uint32_t span = 32;
   std::uint32_t* status = nullptr;
 };
 

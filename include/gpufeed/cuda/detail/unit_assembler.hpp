@@ -162,9 +162,7 @@ class unit_assembler {
     g.dst_bytes = slot_bytes - w.data_offset;
     g.runs = reinterpret_cast<const gather_run*>(area + l.runs);
     g.run_count = w.run_count;
-    g.pieces = pieces(w.run_count, longest);
-    // Small runs: a group of 8 lanes (128 bytes a pass) each, so a warp copies 4 at once.
-    g.lanes = w.run_count && gathered / w.run_count <= 256 && g.pieces == 1 ? 8 : 32;
+    shape(g, gathered, longest);
     g.status = status + w.unit_count;
     k->gather(g, st);
     a.end.record(st);
@@ -239,14 +237,22 @@ class unit_assembler {
     if (bytes) GPUFEED_CUDA_TRY(cudaMemcpyAsync(to, from, bytes, cudaMemcpyHostToDevice, s));
   }
 
-  // Items per run: few long runs are cut into pieces of at least 4 KiB, up to about 64 Ki items
-  // a batch (enough to fill the GPU); many runs are not cut (a long one among them is copied by
-  // one warp).
-  static std::uint32_t pieces(std::uint64_t runs, std::uint64_t longest) noexcept {
-    if (runs == 0) return 1;
-    const std::uint64_t by_size = (longest + 4095) / 4096, by_count = (65536 + runs - 1) / runs;
-    return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(std::min(by_size, by_count), 1,
-                                                                 4096));
+  // The gather's work items: enough (about 16 Ki) to give every SM's warps a few 16-byte words
+  // a lane, by cutting long runs into pieces of at least 1 KiB; groups of 8 lanes for items of
+  // 512 bytes or less (4 words a lane); each warp takes as many items as spread them over about
+  // 8 Ki warps, from 32 / lanes (one round) to 32.
+  static void shape(gather_args& g, std::uint64_t gathered, std::uint64_t longest) noexcept {
+    if (g.run_count == 0) return;
+    const std::uint64_t by_size = (longest + 1023) / 1024;
+    const std::uint64_t by_count = (16384 + g.run_count - 1) / g.run_count;
+    g.pieces = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(std::min(by_size, by_count),
+                                                                    1, 4096));
+    const std::uint64_t items = g.run_count * g.pieces;
+    const std::uint64_t item_bytes = gathered / items;
+    g.lanes = item_bytes <= 512 ? 8 : 32;
+    const std::uint64_t round = 32 / g.lanes;
+    const std::uint64_t span = std::clamp<std::uint64_t>(items / 8192, round, 32);
+    g.span = static_cast<std::uint32_t>(span / round * round);
   }
 
   // Adds the decode + gather time of the area's last batch once it has completed (never waits);

@@ -3,9 +3,10 @@
 // the batch's slot, and its launcher.
 //
 // Runs come many and small (rows of a few hundred bytes: tens of thousands a batch) or few and
-// large (whole chunks, 64 KiB to MiBs). Each warp reads the headers of 32 consecutive work items
-// side by side (one per lane), then copies them in groups of `lanes` lanes, 32 / lanes items at a
-// time; a large run is cut into `pieces` items, so few runs still spread over every SM. Copies
+// large (whole chunks, 64 KiB to MiBs). Each warp reads the headers of up to 32 consecutive work
+// items side by side (one per lane), then copies them in groups of `lanes` lanes, 32 / lanes
+// items at a time; a large run is cut into `pieces` items, so few runs still spread over every
+// SM. Copies
 // use the widest word (16, 8 or 4 bytes) to which source and destination can be aligned
 // together, with a few loads in flight per lane before the stores, or 4-byte words shifted
 // together from the source's when their alignments differ below 4. A run outside the cache or
@@ -33,11 +34,12 @@ __global__ void __launch_bounds__(256) gather_runs_kernel(gather_args a) {
   const std::uint64_t warps = static_cast<std::uint64_t>(gridDim.x) * (blockDim.x / 32);
   const std::uint64_t warp = static_cast<std::uint64_t>(blockIdx.x) * (blockDim.x / 32) +
                              threadIdx.x / 32;
-  for (std::uint64_t base = warp * 32; base < items; base += warps * 32) {
+  const unsigned span = a.span;
+  for (std::uint64_t base = warp * span; base < items; base += warps * span) {
     gather_run mine{};
-    if (base + lane < items) mine = a.runs[(base + lane) / a.pieces];
-    const std::uint64_t here = items - base < 32 ? items - base : 32;
-    for (unsigned k = 0; k < 32; k += per_warp) {
+    if (lane < span && base + lane < items) mine = a.runs[(base + lane) / a.pieces];
+    const std::uint64_t here = items - base < span ? items - base : span;
+    for (unsigned k = 0; k < span; k += per_warp) {
       const unsigned from = k + group;  // the lane holding this group's item
       const std::uint64_t src = __shfl_sync(full, mine.src, from);
       const std::uint64_t dst = __shfl_sync(full, mine.dst, from);
@@ -59,7 +61,7 @@ __global__ void __launch_bounds__(256) gather_runs_kernel(gather_args a) {
 inline void launch_gather_runs(const gather_args& a, cudaStream_t stream) {
   if (a.run_count == 0) return;
   constexpr unsigned threads = 256;
-  const std::uint64_t tasks = ceil_div(a.run_count * a.pieces, 32);  // one a warp
+  const std::uint64_t tasks = ceil_div(a.run_count * a.pieces, a.span);  // one a warp
   const unsigned blocks = grid_blocks(ceil_div(tasks, threads / 32));
   if (a.lanes <= 8)
     gather_runs_kernel<8><<<blocks, threads, 0, stream>>>(a);

@@ -80,15 +80,28 @@ GPUFEED_HOST_DEVICE inline void lanes_copy_shifted(const std::uint8_t* src, std:
   const auto skew = static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(src) & 3);
   const auto* from = reinterpret_cast<const std::uint32_t*>(src - skew);
   auto* to = reinterpret_cast<std::uint32_t*>(dst);
-  const std::uint64_t words = n / 4;
-  for (std::uint64_t i = lane; i < words; i += lanes) {
-    std::uint32_t lo, hi, out;
+  const std::uint64_t words = n / 4, stride = lanes;
+  constexpr unsigned unroll = 4;  // loads in flight before the stores, as lanes_copy_words
+  std::uint64_t i = lane;
+  for (; i + stride * (unroll - 1) < words; i += stride * unroll) {
+    std::uint32_t lo[unroll], hi[unroll];
+    for (unsigned k = 0; k < unroll; ++k) {
+      gather_move(&lo[k], &from[i + stride * k]);
+      gather_move(&hi[k], &from[i + stride * k + 1]);
+    }
+    for (unsigned k = 0; k < unroll; ++k) {
+      const std::uint32_t out = gather_funnel(lo[k], hi[k], 8 * skew);
+      gather_move(&to[i + stride * k], &out);
+    }
+  }
+  for (; i < words; i += stride) {
+    std::uint32_t lo, hi;
     gather_move(&lo, &from[i]);
     gather_move(&hi, &from[i + 1]);
-    out = gather_funnel(lo, hi, 8 * skew);
+    const std::uint32_t out = gather_funnel(lo, hi, 8 * skew);
     gather_move(&to[i], &out);
   }
-  for (std::uint64_t i = words * 4 + lane; i < n; i += lanes) dst[i] = src[i];
+  for (std::uint64_t b = words * 4 + lane; b < n; b += lanes) dst[b] = src[b];
 }
 
 // Copies n bytes by lane `lane` of `lanes` at any alignment: bytes until dst reaches the widest
