@@ -330,7 +330,7 @@ TEST_CASE("a corrupted LZ4 unit fails alone; out-of-range runs are refused witho
   CHECK(cudaDeviceSynchronize() == cudaSuccess);  // no sticky fault
 }
 
-TEST_CASE("work past the work area, or a head past the slot, is refused before anything is queued") {
+TEST_CASE("work past its area, a unit outside the cache: refused before anything is queued") {
   std::mt19937_64 rng(23);
   const planned_cache c = plan_chunks(rng);
   const std::vector<dd::gather_run> runs = make_runs(c, rng);

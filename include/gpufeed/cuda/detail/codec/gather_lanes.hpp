@@ -137,9 +137,9 @@ GPUFEED_HOST_DEVICE inline void lanes_copy(const std::uint8_t* src, std::uint8_t
 
 // True when run r lies inside the cache (cache_bytes) and the batch's data region (dst_bytes);
 // overflow-free for any run.
-GPUFEED_HOST_DEVICE inline bool gather_run_inside(const gpufeed::detail::device_decode::gather_run& r,
-                                                  std::uint64_t cache_bytes,
-                                                  std::uint64_t dst_bytes) {
+GPUFEED_HOST_DEVICE inline bool gather_run_inside(
+    const gpufeed::detail::device_decode::gather_run& r, std::uint64_t cache_bytes,
+    std::uint64_t dst_bytes) {
   return r.len <= cache_bytes && r.src <= cache_bytes - r.len && r.len <= dst_bytes &&
          r.dst <= dst_bytes - r.len;
 }
