@@ -100,7 +100,8 @@ class unit_decoder {
   virtual void assemble(std::size_t d, std::size_t stream, std::byte* staging,
                         std::size_t head_bytes, const detail::device_decode::work_image& work,
                         std::size_t token) = 0;
-  // Slot d's unit statuses, one per unit of its last assemble() (0: decoded); waits for that
+  // Slot d's unit statuses, one per unit of its last assemble() (0: decoded), then the gather's
+  // (device_decode::gather_out_of_range when a run was refused); waits for that
   // decode to finish if it has not (the consumer asks when the batch is delivered: in steady
   // state it finished long before).
   [[nodiscard]] virtual std::vector<std::uint32_t> statuses(std::size_t d) = 0;

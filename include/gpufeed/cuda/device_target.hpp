@@ -8,9 +8,11 @@
 // the slot is overwritten) and a timing pair around the copy for telemetry. The host learns that
 // a copy finished by querying a per-copy `copied` event (reclaim()), so no thread ever blocks on
 // the device in steady state; host_syncs counts the synchronisations gpufeed does make (drain at
-// teardown only). Not cudaLaunchHostFunc: a host function blocks its stream until the CPU has
-// run it, and that round trip held every staging slot well past its copy, capping the loader at
-// less than half the link's rate (docs/design.md, "Slot reclaim by event query").
+// teardown; with device decode, statuses() of a decode not yet done and overwrite(): a batch
+// redone on the host). Device decode (unit_decoder) is detail/unit_assembler.hpp's. Not
+// cudaLaunchHostFunc: a host function blocks its stream until the CPU has run it, and that round
+// trip held every staging slot well past its copy, capping the loader at less than half the
+// link's rate (docs/design.md, "Slot reclaim by event query").
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -26,7 +28,9 @@
 
 #include "gpufeed/cuda/check.hpp"
 #include "gpufeed/cuda/device.hpp"
+#include "gpufeed/cuda/detail/unit_assembler.hpp"
 #include "gpufeed/cuda/device_buffer.hpp"
+#include "gpufeed/cuda/device_guard.hpp"
 #include "gpufeed/cuda/event.hpp"
 #include "gpufeed/cuda/nvtx.hpp"
 #include "gpufeed/cuda/pinned.hpp"
@@ -35,27 +39,7 @@
 
 namespace gpufeed::cuda {
 
-// Makes `device` current on the calling thread for the guard's lifetime (the CUDA device is
-// per-thread state, and workers, the consumer and the engine's callers are different threads).
-class device_guard {
- public:
-  explicit device_guard(int device) {
-    GPUFEED_CUDA_TRY(cudaGetDevice(&previous_));
-    if (previous_ != device) GPUFEED_CUDA_TRY(cudaSetDevice(device));
-  }
-  device_guard(const device_guard&) = delete;
-  device_guard& operator=(const device_guard&) = delete;
-  ~device_guard() {
-    int now = previous_;
-    if (cudaGetDevice(&now) == cudaSuccess && now != previous_)
-      GPUFEED_CUDA_LOG(cudaSetDevice(previous_));
-  }
-
- private:
-  int previous_ = 0;
-};
-
-class device_engine final : public transfer_engine, public engine_probe {
+class device_engine final : public transfer_engine, public engine_probe, public unit_decoder {
  public:
   explicit device_engine(int device) : device_(device) {
     if (!has_device()) throw cuda_error("no usable CUDA device: " + query().reason);
@@ -116,22 +100,26 @@ class device_engine final : public transfer_engine, public engine_probe {
 
   void copy(std::size_t d, std::size_t s, std::byte* staging, std::size_t bytes,
             std::size_t token) override {
-    device_guard g(device_);
-    device_slot& sl = slots_[d];
-    const stream& st = streams_[s];
-    st.wait(sl.consumed);  // the consumer is done with this slot's previous batch
-    std::lock_guard lock(mutex_);  // timing fields and the in-flight list are shared
-    collect_timing(sl, true);
-    sl.copy_start.record(st);
-    GPUFEED_CUDA_TRY(cudaMemcpyAsync(sl.buffer.data(), staging, bytes, cudaMemcpyHostToDevice, st));
-    sl.copy_end.record(st);
-    sl.timing_pending = true;
-    sl.stream = s;
-    sl.bytes = bytes;
-    counters_.copies += 1;
-    counters_.bytes += bytes;
-    in_flight_.push_back(in_flight_copy{&sl.copy_end, token});
+    queue_copy(d, s, staging, bytes, token, nullptr);
   }
+  // Device decode (unit_decoder; detail/unit_assembler.hpp does the work): offered once a CUDA
+  // translation unit of the program includes gpufeed/cuda/device_decode.cuh.
+  unit_decoder* decoder() noexcept override { return decoder_.kernels() ? this : nullptr; }
+  void configure_decode(std::size_t cache_bytes, std::size_t work_bytes) override {
+    device_guard g(device_);
+    decoder_.configure(cache_bytes, work_bytes, slots_.size());
+  }
+  void assemble(std::size_t d, std::size_t s, std::byte* staging, std::size_t head,
+                const gpufeed::detail::device_decode::work_image& w, std::size_t token) override {
+    decoder_.check(w, head, slots_.at(d).buffer.size());  // throws before anything is queued
+    queue_copy(d, s, staging, head, token, &w);
+  }
+  std::vector<std::uint32_t> statuses(std::size_t d) override { return decoder_.statuses(d); }
+  void overwrite(std::size_t d, const std::byte* host, std::size_t bytes) override {
+    device_guard g(device_);
+    decoder_.overwrite(slots_.at(d).buffer.data(), slots_[d].buffer.size(), host, bytes);
+  }
+  device_decode_counters decode_counters() const override { return decoder_.counters(); }
   std::size_t reclaim(std::vector<std::size_t>& done) override {
     std::lock_guard lock(mutex_);
     std::size_t n = 0;
@@ -146,16 +134,18 @@ class device_engine final : public transfer_engine, public engine_probe {
     }
     return n;
   }
-  // The hook's kernels and the ready event follow the copy on stream s. If either fails, the
-  // consumed event is recorded on s, so whoever takes slot d next waits for the abandoned work.
+  // The hook's kernels and the ready event follow the copy on stream s (after assemble(): the
+  // gather, on the decode stream). If either fails, the consumed event is recorded on that
+  // stream, so whoever takes slot d next waits for the abandoned work.
   void complete(std::size_t d, std::size_t s, const transform_hook& hook,
                 const batch_view& view) override {
     device_guard g(device_);
+    const cudaStream_t st = slots_[d].assembled ? decoder_.decode_stream() : streams_[s].get();
     try {
-      if (hook) hook(view, streams_[s].get());
-      slots_[d].ready.record(streams_[s]);
+      if (hook) hook(view, st);
+      slots_[d].ready.record(st);
     } catch (...) {
-      GPUFEED_CUDA_LOG(cudaEventRecord(slots_[d].consumed, streams_[s]));
+      GPUFEED_CUDA_LOG(cudaEventRecord(slots_[d].consumed, st));
       throw;
     }
   }
@@ -197,11 +187,14 @@ class device_engine final : public transfer_engine, public engine_probe {
       std::lock_guard lock(mutex_);
       ++counters_.host_syncs;
     }
+    decoder_.synchronize();
   }
   transfer_counters counters() const override {
     std::lock_guard lock(mutex_);
     for (auto& t : timings_) collect_consumer_timing(t);
-    return counters_;
+    transfer_counters c = counters_;
+    c.host_syncs += decoder_.host_syncs();  // statuses() and overwrite() waits, its drain
+    return c;
   }
   void range_push(const char* name) noexcept override {
     nvtxEventAttributes_t a{};
@@ -222,6 +215,7 @@ class device_engine final : public transfer_engine, public engine_probe {
     std::size_t stream = 0;
     std::size_t bytes = 0;
     std::size_t timing = untimed;  // the consumer_timing record of the batch it holds
+    bool assembled = false;        // its batch came through assemble(): ready on the decode stream
   };
   // The consumer stream around one batch: before the wait on `ready`, after it, and at release.
   // A ring indexed by hand-off, not by slot: a slot is refilled while its last batch's consumer
@@ -246,6 +240,31 @@ class device_engine final : public transfer_engine, public engine_probe {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return ((z ^ (z >> 31)) & 7u) == 0;
+  }
+
+  // copy() and assemble(): after slot d's previous batch is consumed, staging [0, bytes) into the
+  // slot on stream s and, with `work`, the work into its area; the copy event reclaim() queries;
+  // with `work`, the decode and gather queued behind it. Nothing is in flight if it throws.
+  void queue_copy(std::size_t d, std::size_t s, std::byte* staging, std::size_t bytes,
+                  std::size_t token, const gpufeed::detail::device_decode::work_image* work) {
+    device_guard g(device_);
+    device_slot& sl = slots_[d];
+    const stream& st = streams_[s];
+    st.wait(sl.consumed);  // the consumer is done with this slot's previous batch
+    std::lock_guard lock(mutex_);  // timing fields and the in-flight list are shared
+    collect_timing(sl, true);
+    sl.copy_start.record(st);
+    GPUFEED_CUDA_TRY(cudaMemcpyAsync(sl.buffer.data(), staging, bytes, cudaMemcpyHostToDevice, st));
+    const std::size_t staged = work ? decoder_.stage(d, *work, st) : 0;
+    sl.copy_end.record(st);
+    if (work) decoder_.launch(d, *work, bytes, sl.copy_end, sl.buffer.data(), sl.buffer.size());
+    sl.timing_pending = true;
+    sl.stream = s;
+    sl.bytes = bytes + staged;
+    sl.assembled = work != nullptr;
+    counters_.copies += 1;
+    counters_.bytes += sl.bytes;
+    in_flight_.push_back(in_flight_copy{&sl.copy_end, token});
   }
 
   // Adds the consumer stream's wait and work for the slot's last batch once its release event has
@@ -304,6 +323,7 @@ class device_engine final : public transfer_engine, public engine_probe {
   std::optional<event> base_;  // timing origin of copy spans
   std::int64_t base_host_ns_ = 0;
   std::vector<copy_span> spans_;
+  detail::unit_assembler decoder_;  // device decode, once configure_decode() ran
 };
 
 // A device target for `id`. Throws gpufeed::cuda_error, with the plain reason from query(), when

@@ -30,6 +30,9 @@ struct work_image {
   std::size_t unit_count = 0;
   const gather_run* runs = nullptr;
   std::size_t run_count = 0;
+  // Where the batch's data region starts in its target slot: runs' `dst` count from there, and
+  // a run must end within the slot (the engine refuses it on the device otherwise).
+  std::size_t data_offset = 0;
 };
 
 // What a source whose records can be decoded on a device (source.hpp, device_decoding_source)
@@ -46,5 +49,9 @@ struct device_units {
 
 // Unit status words the device writes back (cuda/detail/codec: unit_status): 0 is success.
 inline constexpr std::uint32_t unit_ok = 0;
+// The gather's word, after the units' in unit_decoder::statuses(): unit_ok, or this when a run
+// reached past the device cache or past the slot. Such a run is not copied (nothing outside the
+// cache is read, nothing outside the slot written); the batch's other runs are.
+inline constexpr std::uint32_t gather_out_of_range = 0x100;
 
 }  // namespace gpufeed::detail::device_decode
