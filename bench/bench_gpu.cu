@@ -14,6 +14,7 @@
 #include "gpufeed/cuda/check.hpp"
 #include "gpufeed/cuda/device.hpp"
 #include "gpufeed/cuda/device_buffer.hpp"
+#include "gpufeed/cuda/device_decode.cuh"
 #include "gpufeed/cuda/device_target.hpp"
 #include "gpufeed/cuda/event.hpp"
 #include "gpufeed/cuda/pinned.hpp"

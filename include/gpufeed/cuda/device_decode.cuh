@@ -1,13 +1,14 @@
-// gpufeed::cuda — decoding on the device: include this header in exactly one CUDA (.cu)
-// translation unit of the program to give device engines (device_target.hpp) their unit_decoder
-// (transfer_engine::decoder()): the kernels that decode compressed units into the engine's device
-// cache and gather each batch's records from it (docs/design.md, "GPU chunk decoders").
+// gpufeed::cuda — decoding on the device: include this header in a CUDA (.cu) translation unit
+// of the program (one is enough; more do no harm) to give device engines (device_target.hpp)
+// their unit_decoder (transfer_engine::decoder()): the kernels that decode compressed units into
+// the engine's device cache and gather each batch's records from it (docs/design.md, "GPU decode
+// in the loader").
 //
 // The engine itself is host code, included by .cpp files that cannot hold kernels, so it finds
 // them through a table (detail/assembly_kernels.hpp) that this header fills while the program
-// starts. Without it, decoder() is nullptr and batches take the host path. One only: the decode
-// kernel (codec/unit_kernels.cuh) is defined where it is included, and a second definition
-// fails to link.
+// starts. Without it, decoder() is nullptr and batches take the host path (decode_site::device is
+// then a config_error saying so). The kernels are templates, so every translation unit that
+// includes this header may hold them.
 #pragma once
 
 #include <cuda_runtime_api.h>

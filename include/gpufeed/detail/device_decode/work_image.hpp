@@ -23,7 +23,6 @@ struct gather_run {
 // One batch's device work. Unit offsets: `src` into `compressed`, `dst` and `stage` into the
 // device cache (a unit's stage lies in its own cache place, docs/design.md). Spans may be empty.
 struct work_image {
-  std::size_t data_offset = 0;  // where the batch's data begins in its target slot
   const std::byte* compressed = nullptr;
   std::size_t compressed_bytes = 0;
   const codec::gpu_unit* units = nullptr;

@@ -62,8 +62,11 @@ std::optional<device_decode_plan> plan_device_decode(const Source& src, const pi
     if (c.decode == decode_site::device) throw config_error("decode = device: " + why);
     return std::nullopt;
   };
-  if (c.target.is_host() || engine.decoder() == nullptr)
+  if (c.target.is_host())
     return refuse("the target is the host (a GPU target decodes on its device)");
+  if (engine.decoder() == nullptr)
+    return refuse("the target's engine has no decode kernels: include "
+                  "gpufeed/cuda/device_decode.cuh in a CUDA source file of the program");
   if (c.per_record)
     return refuse("a per_record transform runs in the workers on decoded records");
   if constexpr (!device_decoding_source<Source>) {

@@ -60,6 +60,9 @@ struct device_warp {
 // Warps of one block stride over the units; each warp has `scratch_bytes` of the block's dynamic
 // shared memory for compressed Bitshuffle blocks and Huffman tables. The staged kinds inflate
 // into `stage` (device memory) at their own offsets. status[i] receives unit i's unit_status.
+// A template (never instantiated but as <0>) so that any number of CUDA translation units may
+// include this header: a plain __global__ function defined here would be defined in each.
+template <int = 0>
 __global__ void decode_units_kernel(const std::uint8_t* src, std::uint8_t* dst,
                                     std::uint8_t* stage,
                                     const gpufeed::detail::codec::gpu_unit* units,
@@ -98,7 +101,8 @@ inline void launch_decode_units(const std::uint8_t* src, std::uint8_t* dst,
       scratch == 0 ? 8u : std::clamp<std::uint32_t>(shared_limit / scratch, 1u, 8u);
   const std::uint32_t shared = warps * scratch;
   if (shared > 48 * 1024)
-    check(cudaFuncSetAttribute(decode_units_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    check(cudaFuncSetAttribute(decode_units_kernel<0>,
+                               cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(shared)),
           "cudaFuncSetAttribute");
   int device = 0, sms = 0;
@@ -108,8 +112,8 @@ inline void launch_decode_units(const std::uint8_t* src, std::uint8_t* dst,
   const std::uint64_t wanted = (count + warps - 1) / warps;
   const unsigned blocks =
       static_cast<unsigned>(std::min<std::uint64_t>(wanted, static_cast<std::uint64_t>(sms) * 16));
-  decode_units_kernel<<<blocks, warps * 32, shared, stream>>>(src, dst, stage, units, count,
-                                                               scratch, status);
+  decode_units_kernel<0><<<blocks, warps * 32, shared, stream>>>(src, dst, stage, units, count,
+                                                                  scratch, status);
   check_launch("decode_units_kernel");
 }
 
