@@ -79,12 +79,13 @@ else()
 endif()
 
 # --- image: gpufeed/image/ (JPEG decode through TurboJPEG, PNG through libspng; the
-# augmentations and the record transform built on them).
+# augmentations and the record transform built on them). dl: nvJPEG, for decoding on the GPU, is
+# loaded at run time (detail/image/nvjpeg_library.hpp), never linked.
 list(PREPEND CMAKE_MODULE_PATH "${CMAKE_CURRENT_LIST_DIR}")
 find_package(GpufeedImage QUIET)
 list(POP_FRONT CMAKE_MODULE_PATH)
 if(GpufeedImage_FOUND)
-  gpufeed_component(image gpufeed GpufeedImage::turbojpeg GpufeedImage::spng)
+  gpufeed_component(image gpufeed GpufeedImage::turbojpeg GpufeedImage::spng ${CMAKE_DL_LIBS})
 else()
   message(STATUS "gpufeed: TurboJPEG or libspng not found (apt install libturbojpeg0-dev "
                  "libspng-dev); the image component is not built")
