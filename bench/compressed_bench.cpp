@@ -19,6 +19,7 @@
 //     --no-decode-ahead   loader_config::decode_ahead = false (block_shuffled; on by default)
 //     --decode automatic|host|device   loader_config::decode (where chunks are decoded; the
 //                         loader cases report stats().device_decode under "device_decode")
+//     --device-cache-mib N   loader_config::device_cache_bytes (0: automatic)
 //     --keep-cache     keep decoded chunks across epochs (by default the cache forgets them at
 //                      each epoch's end, keeping their buffers, so each epoch's rate is a
 //                      decode rate into memory already faulted in, as in a long run)
@@ -87,6 +88,7 @@ struct options {
   bool no_decode_ahead = false, keep_cache = false;
   std::string target = "cuda";
   std::string decode = "automatic";
+  std::size_t device_cache_mib = 0;  // loader_config::device_cache_bytes in MiB (0: automatic)
   std::string numa = "auto";
   bool ranks_from_env = false;
 };
@@ -309,6 +311,7 @@ gpufeed::loader_config case_config(const options& o, gpufeed::sample_order order
   c.workers = o.workers;
   c.prefetch = o.prefetch;
   c.chunk_records = o.chunk_records;
+  c.device_cache_bytes = o.device_cache_mib << 20;
   c.decode = o.decode == "host"     ? gpufeed::decode_site::host
              : o.decode == "device" ? gpufeed::decode_site::device
                                     : gpufeed::decode_site::automatic;
@@ -497,6 +500,9 @@ int main(int argc, char** argv) {
   app.add_flag("--no-decode-ahead", o.no_decode_ahead, "loader_config::decode_ahead = false");
   app.add_option("--decode", o.decode, "loader_config::decode: automatic, host or device")
       ->check(CLI::IsMember({"automatic", "host", "device"}));
+  app.add_option("--device-cache-mib", o.device_cache_mib,
+                 "loader_config::device_cache_bytes in MiB (0: automatic); smaller than the data, "
+                 "every epoch decodes again, as a long run over more data than the cache does");
   app.add_flag("--keep-cache", o.keep_cache,
                "keep decoded chunks across epochs (by default each epoch decodes its own)");
   app.add_flag("--json", o.json);

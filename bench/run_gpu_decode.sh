@@ -11,7 +11,9 @@
 # rate alone), and gpu_decode_bench (the kernels on device-resident chunks). Writes
 # $OUT/gpu_decode.log and one JSON per run; prints a table last: GB/s delivered, the ratio to
 # host decode and to the link, the workers' CPU seconds per delivered GB, and what crossed the
-# link per delivered byte.
+# link per delivered byte. Knobs (environment): ROWS, HOST_WORKERS (14), DEVICE_WORKERS (4),
+# SECONDS_PER_CASE (4), WINDOW (block_shuffled window in units; 0: the default), DEVICE_CACHE_MIB
+# (the device cache; 0: automatic), KERNEL_MIB and KERNEL_REPS (gpu_decode_bench), BUDGET_SECONDS.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$(cd "${1:-.gpu/bin}" && pwd) || { echo "no binary directory ${1:-.gpu/bin}"; exit 2; }
@@ -28,17 +30,7 @@ log=$out/gpu_decode.log
 : >"$log"
 cxx=(env "LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
 deadline=$(( $(date +%s) + ${BUDGET_SECONDS:-500} ))
-step() {  # step NAME LIMIT_SECONDS RESULT_FILE COMMAND...: runs it bounded, logs it
-  local name=$1 limit=$2 res=$3
-  shift 3
-  local left=$(( deadline - $(date +%s) ))
-  [ "$left" -lt "$limit" ] && limit=$left
-  if [ "$limit" -le 5 ]; then echo "===== $name: skipped (no time left)" | tee -a "$log"; return; fi
-  echo "===== $name (limit ${limit}s): $*" >>"$log"
-  local t0=$(date +%s)
-  if [ "$res" = - ]; then timeout "$limit" "$@" >>"$log" 2>&1; else timeout "$limit" "$@" >"$res" 2>>"$log"; fi
-  echo "===== $name: exit $? after $(( $(date +%s) - t0 )) s" | tee -a "$log"
-}
+source "$root/bench/run_steps.sh"  # step NAME LIMIT RESULT COMMAND...
 gz=$data/h5py_gzip.h5
 [ -f "$gz" ] || step make_gzip 150 - "$python" "$root/bench/make_h5py_data.py" gzip "$gz" --rows "$rows"
 for codec in lz4 bitshuffle-lz4; do
@@ -50,15 +42,20 @@ step h2d 30 "$out/h2d.json" "${bench[@]}" --cases h2d "$gz"
 for set in gzip lz4 bitshuffle-lz4; do
   if [ $set = gzip ]; then files=("$gz"); else files=("$data/$set"/*.h5); fi
   step "${set}_host" 80 "$out/${set}_host.json" "${bench[@]}" --workers "$host_workers" \
-    --decode host --cases decode1,decodeN,sequential,block "${files[@]}"
+    --decode host --cases decode1,decodeN,sequential,block --windows "${WINDOW:-0}" "${files[@]}"
+  # DEVICE_CACHE_MIB below the data's decoded size: every epoch decodes again, as over a dataset
+  # larger than the cache; with the automatic cache (up to 4 GiB) a small dataset stays decoded
+  # on the device after its first epoch and later epochs only gather.
   step "${set}_device" 60 "$out/${set}_device.json" "${bench[@]}" --workers "$device_workers" \
-    --decode device --cases sequential,block "${files[@]}"
+    --decode device --cases sequential,block --windows "${WINDOW:-0}" \
+    --device-cache-mib "${DEVICE_CACHE_MIB:-0}" "${files[@]}"
 done
 # The kernels alone, on device-resident chunks (their rate without the link or the workers).
-step kernels 60 "$out/gpu_decode_bench.txt" "${cxx[@]}" "$bin/gpu_decode_bench" --mib 512 --reps 5
-"$python" - "$out" "$host_workers" "$device_workers" <<'PY' 2>&1 | tee -a "$log"
+step kernels 60 "$out/gpu_decode_bench.txt" "${cxx[@]}" "$bin/gpu_decode_bench" \
+  --mib "${KERNEL_MIB:-512}" --reps "${KERNEL_REPS:-5}"
+"$python" - "$out" "$host_workers" "$device_workers" "${WINDOW:-0}" <<'PY' 2>&1 | tee -a "$log"
 import json, os, sys
-out, hw, dw = sys.argv[1], sys.argv[2], sys.argv[3]
+out, hw, dw, window = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 def load(n):
     try:
         with open(os.path.join(out, n + ".json")) as f:
@@ -79,7 +76,7 @@ for s in ["gzip", "lz4", "bitshuffle-lz4"]:
     h, d = load(s + "_host"), load(s + "_device")
     one, many = case(h, "decode1").get("gb_per_s", 0.0), case(h, "decode" + hw).get("gb_per_s", 0.0)
     print(f"{s:<30} CPU decode alone: 1 core {one:.2f} GB/s, {hw} cores {many:.2f} GB/s")
-    for c in ["sequential", "block"]:
+    for c in ["sequential", "block" if window == "0" else "block/w" + window]:
         rh, rd = case(h, c), case(d, c)
         gh, gd = rh.get("gb_per_s", 0.0), rd.get("gb_per_s", 0.0)
         def cpu(r):

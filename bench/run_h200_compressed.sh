@@ -29,17 +29,7 @@ log=$out/compressed.log
 : >"$log"
 cxx=(env "LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
 deadline=$(( $(date +%s) + ${BUDGET_SECONDS:-540} ))
-step() {  # step NAME LIMIT_SECONDS RESULT_FILE COMMAND...: runs it bounded, logs it
-  local name=$1 limit=$2 res=$3
-  shift 3
-  local left=$(( deadline - $(date +%s) ))
-  [ "$left" -lt "$limit" ] && limit=$left
-  if [ "$limit" -le 5 ]; then echo "===== $name: skipped (no time left)" | tee -a "$log"; return; fi
-  echo "===== $name (limit ${limit}s): $*" >>"$log"
-  local t0=$(date +%s)
-  if [ "$res" = - ]; then timeout "$limit" "$@" >>"$log" 2>&1; else timeout "$limit" "$@" >"$res" 2>>"$log"; fi
-  echo "===== $name: exit $? after $(( $(date +%s) - t0 )) s" | tee -a "$log"
-}
+source "$root/bench/run_steps.sh"  # step NAME LIMIT RESULT COMMAND...
 bench=("${cxx[@]}" "$bin/compressed_bench" --workers "$workers" --json)
 gz=$data/h5py_gzip.h5
 [ -f "$gz" ] || step make_gzip 120 - "$python" "$root/bench/make_h5py_data.py" gzip "$gz"

@@ -41,4 +41,36 @@ inline std::vector<std::byte> fixture_bytes(const std::filesystem::path& dir,
   return {p, p + all.size()};
 }
 
+// The fixtures' names, in the generator's manifest order (12 codec settings x 3 layouts).
+inline std::vector<std::string> fixture_names(const std::filesystem::path& dir) {
+  std::ifstream m(dir / "manifest.txt");
+  std::vector<std::string> names;
+  for (std::string n; m >> n;) names.push_back(n);
+  REQUIRE(names.size() == 36);
+  return names;
+}
+
+// A fixture's row bytes, from its layout ("span", "odd" or "rows": make_codec_fixtures.py).
+inline std::size_t fixture_row_bytes(const std::string& name) {
+  if (name.ends_with("_span")) return 2048 * 4;
+  return name.ends_with("_odd") ? 37 * 4 : 64 * 4;
+}
+
+// The bytes h5py read from <dir>/<name>.h5, cut into rows of `row` bytes.
+inline std::vector<std::vector<std::byte>> fixture_rows(const std::filesystem::path& dir,
+                                                        const std::string& name,
+                                                        std::size_t row) {
+  const std::vector<std::byte> all = fixture_bytes(dir, name);
+  REQUIRE(all.size() % row == 0);
+  std::vector<std::vector<std::byte>> rows;
+  for (std::size_t at = 0; at < all.size(); at += row)
+    rows.emplace_back(all.begin() + static_cast<std::ptrdiff_t>(at),
+                      all.begin() + static_cast<std::ptrdiff_t>(at + row));
+  return rows;
+}
+inline std::vector<std::vector<std::byte>> fixture_rows(const std::filesystem::path& dir,
+                                                        const std::string& name) {
+  return fixture_rows(dir, name, fixture_row_bytes(name));
+}
+
 }  // namespace gpufeed::test

@@ -41,28 +41,13 @@ const fs::path& fixtures() {
   return dir.path();
 }
 
-std::vector<std::string> fixture_names() {
-  std::ifstream m(fixtures() / "manifest.txt");
-  std::vector<std::string> names;
-  for (std::string n; m >> n;) names.push_back(n);
-  REQUIRE(names.size() == 36);  // 12 codec settings x 3 layouts
-  return names;
-}
+std::vector<std::string> fixture_names() { return gpufeed::test::fixture_names(fixtures()); }
 
-// The bytes h5py read from <name>.h5, cut into rows.
+std::vector<std::vector<std::byte>> expected_rows(const std::string& name) {
+  return gpufeed::test::fixture_rows(fixtures(), name);
+}
 std::vector<std::vector<std::byte>> expected_rows(const std::string& name, std::size_t row) {
-  const std::vector<std::byte> all = gpufeed::test::fixture_bytes(fixtures(), name);
-  REQUIRE(all.size() % row == 0);
-  std::vector<std::vector<std::byte>> rows;
-  for (std::size_t at = 0; at < all.size(); at += row)
-    rows.emplace_back(all.begin() + static_cast<std::ptrdiff_t>(at),
-                      all.begin() + static_cast<std::ptrdiff_t>(at + row));
-  return rows;
-}
-
-std::size_t row_bytes(const std::string& name) {
-  if (name.ends_with("_span")) return 2048 * 4;
-  return name.ends_with("_odd") ? 37 * 4 : 64 * 4;
+  return gpufeed::test::fixture_rows(fixtures(), name, row);
 }
 
 // One epoch through the loader: every record exactly once, each with h5py's bytes.
@@ -127,7 +112,7 @@ TEST_CASE("each codec: the fast path, bytes equal to h5py's read") {
     const auto& info = src.shards()[0];
     CHECK(info.read_path == hdf5_read_path::pread_decode);
     CHECK(info.fallback_reason.empty());
-    const auto want = expected_rows(name, row_bytes(name));
+    const auto want = expected_rows(name);
     CHECK(gpufeed::test::count_mismatches(src, want) == 0);
   }
 }
@@ -136,7 +121,7 @@ TEST_CASE("each codec through the loader: shuffled and sequential, every record 
   for (const auto& name : fixture_names()) {
     CAPTURE(name);
     hdf5_source src(fixtures() / (name + ".h5"));
-    const auto want = expected_rows(name, row_bytes(name));
+    const auto want = expected_rows(name);
     check_epoch(src, want, sample_order::sequential);
     check_epoch(src, want, sample_order::shuffled);
   }
@@ -228,8 +213,8 @@ TEST_CASE("Blosc chunks with bytes after the Blosc buffer: read as h5py reads th
     const auto first = rewrite_filtered_chunk(
         path, [](std::vector<unsigned char>& b) { b.insert(b.end(), 37, 0xab); });
     hdf5_source src(path);
-    const auto want = expected_rows(name, row_bytes(name));
-    std::vector<std::byte> got(row_bytes(name));
+    const auto want = expected_rows(name);
+    std::vector<std::byte> got(gpufeed::test::fixture_row_bytes(name));
     src.make_reader().read(first, got);
     CHECK(got == want[first]);
   }

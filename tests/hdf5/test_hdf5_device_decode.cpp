@@ -35,13 +35,7 @@ const fs::path& fixtures() {
   return dir.path();
 }
 
-std::vector<std::string> fixture_names() {
-  std::ifstream m(fixtures() / "manifest.txt");
-  std::vector<std::string> names;
-  for (std::string n; m >> n;) names.push_back(n);
-  REQUIRE(names.size() == 36);
-  return names;
-}
+std::vector<std::string> fixture_names() { return gpufeed::test::fixture_names(fixtures()); }
 
 // The codecs whose every filter has a device decoder.
 bool device_codec(const std::string& name) {
@@ -49,19 +43,8 @@ bool device_codec(const std::string& name) {
          !name.starts_with("bitshuffle_zstd");
 }
 
-std::size_t row_bytes(const std::string& name) {
-  if (name.ends_with("_span")) return 2048 * 4;
-  return name.ends_with("_odd") ? 37 * 4 : 64 * 4;
-}
-
 std::vector<std::vector<std::byte>> expected_rows(const std::string& name) {
-  const std::vector<std::byte> all = gpufeed::test::fixture_bytes(fixtures(), name);
-  const std::size_t row = row_bytes(name);
-  std::vector<std::vector<std::byte>> rows;
-  for (std::size_t at = 0; at + row <= all.size(); at += row)
-    rows.emplace_back(all.begin() + static_cast<std::ptrdiff_t>(at),
-                      all.begin() + static_cast<std::ptrdiff_t>(at + row));
-  return rows;
+  return gpufeed::test::fixture_rows(fixtures(), name);
 }
 
 // A target whose engine is the emulated device; `made` sees the engine it built.
