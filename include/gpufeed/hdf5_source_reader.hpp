@@ -71,6 +71,12 @@ class hdf5_source::reader {
                     detail::device_decode::unit_directory& dir) noexcept {
     return impl_.stage_device(i, dst, w, dir);
   }
+  // Helps stage the units the batch of work `w` stages ahead of need, once this reader's task
+  // has staged its own records (sequential order: docs/design.md, "GPU decode in the loader").
+  void stage_device_ahead(detail::device_decode::batch_work& w,
+                          detail::device_decode::unit_directory& dir) noexcept {
+    impl_.stage_device_ahead(w, dir);
+  }
 
   // Drops this reader's scratch buffers when they hold more than 16 MiB (the shared cache of
   // decoded chunks stays: the next batch may reuse it), and its pin on the shard it read last.

@@ -258,7 +258,9 @@ concept confirming_reader = requires(R& r, std::uint64_t i) {
 // A source whose records can be decoded on the loader's device (docs/design.md, "GPU decode in
 // the loader"): s.device_units() sizes the device cache (place_bytes 0: none can), and its
 // reader's r.stage_device(i, dst, work, directory) (noexcept) stages record i for the device
-// instead of reading it, or returns false for the loader to read it on the host.
+// instead of reading it, or returns false for the loader to read it on the host;
+// r.stage_device_ahead(work, directory) (noexcept), called at the end of each of a batch's tasks,
+// helps stage the units the batch stages ahead of need.
 template <class S>
 using source_reader_t = decltype(std::declval<const S&>().make_reader());
 
@@ -269,6 +271,7 @@ concept device_decoding_source =
              detail::device_decode::batch_work& w, detail::device_decode::unit_directory& d) {
       { s.device_units() } -> std::convertible_to<detail::device_decode::device_units>;
       { r.stage_device(i, i, w, d) } noexcept -> std::convertible_to<bool>;
+      { r.stage_device_ahead(w, d) } noexcept;
     };
 
 // Calls r.idle() when the reader defines it.

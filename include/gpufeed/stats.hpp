@@ -35,6 +35,8 @@ struct device_decode_stats {
   bool on = false;                    // the loader decodes on its device
   device_decode_counters device;      // what the engine did: units, bytes over the link, time
   std::uint64_t units_staged = 0;     // units the batches sent to the device to decode
+  std::uint64_t units_staged_ahead = 0;  // of those, staged ahead of need (sequential order)
+  std::size_t stage_ahead = 0;        // units a sequential batch stages past one it must stage
   std::uint64_t no_room = 0;          // unit claims refused (cache full): records read on the host
   std::uint64_t batches_redone = 0;   // batches read again on the host after a unit's decode failed
   std::size_t cache_places = 0;       // decoded units the device cache holds

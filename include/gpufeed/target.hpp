@@ -72,6 +72,7 @@ class engine_probe {
 struct device_decode_counters {
   std::uint64_t batches = 0;           // batches whose records were gathered on the device
   std::uint64_t units = 0;             // units decoded (LZ4 blocks, zlib streams, ...)
+  std::uint64_t launches = 0;          // batches whose work decoded units (one launch each)
   std::uint64_t compressed_bytes = 0;  // compressed bytes copied to the device
   std::uint64_t gathered_bytes = 0;    // record bytes gathered from the device cache
   std::uint64_t host_bytes = 0;        // record bytes read on the host and copied as they are

@@ -147,6 +147,31 @@ TEST_CASE("sequential order stages each band about once: decoded units are reuse
   }
 }
 
+TEST_CASE("sequential order stages bands ahead: one launch decodes the bands of many batches") {
+  for (const std::string name : {"lz4_rows", "gzip_span", "bitshuffle_lz4_odd"}) {
+    CAPTURE(name);
+    hdf5_source src(fixtures() / (name + ".h5"));
+    const auto want = expected_rows(name);
+    loader_config c = config(sample_order::sequential, emulated());
+    c.workers = 1;  // batches staged in order: no later batch reaches a band first
+    const epoch_result r = run(src, want, std::move(c));
+    CHECK(r.bad == 0);
+    check_exactly_once(r.seen, want.size());
+    const std::uint64_t per = src.device_units().unit_records;
+    const std::uint64_t bands = (want.size() + per - 1) / per;
+    const device_decode_stats& d = r.stats.device_decode;
+    CAPTURE(bands);
+    CAPTURE(d.stage_ahead);
+    REQUIRE(bands >= 4);
+    REQUIRE(d.stage_ahead >= 1);
+    // Each band staged once; a launch at every band a batch must stage, which brings the next
+    // stage_ahead bands with it.
+    CHECK(d.units_staged == bands);
+    CHECK(d.device.launches == (bands + d.stage_ahead) / (d.stage_ahead + 1));
+    CHECK(d.units_staged_ahead == bands - d.device.launches);
+  }
+}
+
 TEST_CASE("units the device fails to decode: their batches are read again on the host") {
   for (const std::string name : {"lz4_rows", "gzip_span", "bitshuffle_none_rows"}) {
     CAPTURE(name);

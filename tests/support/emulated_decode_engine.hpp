@@ -109,6 +109,7 @@ class emulated_decode_engine final : public transfer_engine, public unit_decoder
     done_.push_back(token);
     counters_.batches += 1;
     counters_.units += w.unit_count;
+    counters_.launches += w.unit_count > 0 ? 1 : 0;
     counters_.compressed_bytes += w.compressed_bytes;
     counters_.gathered_bytes += gathered;
     counters_.host_bytes += head_bytes;

@@ -18,9 +18,11 @@
 
 namespace gpufeed::detail::device_decode {
 
-// How much one batch may stage: compressed bytes, units and gather runs.
+// How much one batch may stage: compressed bytes, units and gather runs. `ahead`: the units a
+// batch stages past one it must stage (0: none; device_stager::stage_record).
 struct work_capacity {
   std::size_t bytes = 0, units = 0, runs = 0;
+  std::size_t ahead = 0;
 
   // Bytes of the work area that holds it (each region 256-byte aligned, as on the device).
   [[nodiscard]] std::size_t area_bytes() const noexcept {
@@ -28,6 +30,15 @@ struct work_capacity {
            align(runs * sizeof(gather_run));
   }
   static constexpr std::size_t align(std::size_t n) noexcept { return (n + 255) / 256 * 256; }
+};
+
+// Bands a task of the batch stages ahead (device_stager::stage_ahead): units [first, last] of
+// shard `shard` (numbered from key_base in the source). The batch's other tasks help read them
+// once their own records are staged, so one worker does not read them all.
+struct ahead_span {
+  bool active = false;
+  std::size_t shard = 0;
+  std::uint64_t key_base = 0, first = 0, last = 0;
 };
 
 // A unit this batch stages: its place and its units in the batch's unit list.
@@ -50,8 +61,10 @@ class batch_work {
     host_records_.store(false, std::memory_order_relaxed);
     pins_.clear();
     staged_.clear();
+    ahead_ = {};
   }
   [[nodiscard]] std::uint64_t batch() const noexcept { return batch_; }
+  [[nodiscard]] std::size_t ahead() const noexcept { return cap_.ahead; }
 
   // Room for n more bytes (16-aligned), units or runs: the first one's offset / index, or nullopt
   // when the region is full (the record then takes the host path). Thread-safe.
@@ -86,6 +99,17 @@ class batch_work {
     staged_.push_back(s);
   }
   [[nodiscard]] const std::vector<staged_unit>& staged() const noexcept { return staged_; }
+
+  // The bands the batch stages ahead (ahead_span): published by the task that found them, read by
+  // the others. Thread-safe.
+  void publish_ahead(const ahead_span& a) {
+    std::lock_guard lock(mutex_);
+    ahead_ = a;
+  }
+  [[nodiscard]] ahead_span ahead_work() {
+    std::lock_guard lock(mutex_);
+    return ahead_;
+  }
 
   // The work for the device, once every task is done. With `gather` false the runs are left out:
   // the batch was read on the host after all, and only its staged units (which later batches may
@@ -123,6 +147,7 @@ class batch_work {
   std::mutex mutex_;
   std::vector<unit_ref> pins_;
   std::vector<staged_unit> staged_;
+  ahead_span ahead_;
 };
 
 }  // namespace gpufeed::detail::device_decode

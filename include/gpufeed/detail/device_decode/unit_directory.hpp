@@ -83,21 +83,23 @@ class unit_directory {
       }
       return c;
     }
-    const std::optional<std::uint32_t> at = take_place();
-    if (!at) {
-      ++no_room_;
-      return {};
-    }
-    place& p = places_[*at];
-    p.key = key;
-    p.held = true;
-    p.staging = true;
-    p.decoded_by = batch;
-    ++p.generation;
-    units_[key] = *at;
-    pin(*at, batch, pins);
-    ++staged_units_;
-    return claim{answer::stage, {*at, p.generation}, offset_of(*at)};
+    const claim c = stage_new(key, batch, pins);
+    if (c.what == answer::no_room) ++no_room_;
+    return c;
+  }
+
+  // Batch `batch` stages unit `key` ahead of its need (sequential order stages the bands after
+  // one it must stage, so the device decodes many units per launch): a stage claim, as
+  // acquire's and pinned for the batch, when no place holds the unit and one can be had without
+  // waiting. `resident` (nothing pinned) when a place holds it or it is being staged, whichever
+  // batch decodes it: staging ahead never waits and never stages a unit again. `no_room` when
+  // every place is pinned (not counted as a refusal: no record was sent to the host).
+  claim acquire_ahead(std::uint64_t key, std::uint64_t batch, std::vector<unit_ref>& pins) {
+    std::lock_guard lock(mutex_);
+    if (units_.count(key)) return claim{answer::resident, {}, 0};
+    const claim c = stage_new(key, batch, pins);
+    if (c.what == answer::stage) ++staged_ahead_;
+    return c;
   }
 
   // The caller's staging of `r` is in its batch: tasks waiting for it gather from it.
@@ -157,6 +159,11 @@ class unit_directory {
     std::lock_guard lock(mutex_);
     return no_room_;
   }
+  // Of staged_units(), those staged ahead of their need (acquire_ahead).
+  [[nodiscard]] std::uint64_t staged_ahead() const {
+    std::lock_guard lock(mutex_);
+    return staged_ahead_;
+  }
   // The most places that have held a unit at once.
   [[nodiscard]] std::size_t peak_places() const {
     std::lock_guard lock(mutex_);
@@ -188,6 +195,23 @@ class unit_directory {
       p.listed = false;
     }
     pins.push_back(unit_ref{at, p.generation});
+  }
+
+  // Unit `key`, held nowhere, given a place staged by `batch` and pinned for it; no_room when
+  // no place can be had. Under mutex_.
+  claim stage_new(std::uint64_t key, std::uint64_t batch, std::vector<unit_ref>& pins) {
+    const std::optional<std::uint32_t> at = take_place();
+    if (!at) return {};
+    place& p = places_[*at];
+    p.key = key;
+    p.held = true;
+    p.staging = true;
+    p.decoded_by = batch;
+    ++p.generation;
+    units_[key] = *at;
+    pin(*at, batch, pins);
+    ++staged_units_;
+    return claim{answer::stage, {*at, p.generation}, offset_of(*at)};
   }
 
   // A free place, else the least recently released unpinned unit's.
@@ -234,7 +258,7 @@ class unit_directory {
   std::unordered_map<std::uint64_t, std::uint32_t> units_;
   std::set<unit_ref> poisoned_;
   std::size_t in_use_ = 0, peak_ = 0;
-  std::uint64_t staged_units_ = 0, no_room_ = 0;
+  std::uint64_t staged_units_ = 0, staged_ahead_ = 0, no_room_ = 0;
 };
 
 }  // namespace gpufeed::detail::device_decode

@@ -85,10 +85,11 @@ inline device_decode::device_units device_units_of(const shard_index& s, std::si
 
 class device_stager {
  public:
-  // Stages record `local` of s (its chunks numbered from `key_base` in the source) for batch
-  // work `w`, its bytes going to `dst` in the batch's data. False: read it on the host.
-  bool stage_record(const shard_index& s, std::uint64_t key_base, std::uint64_t local,
-                    std::uint64_t dst, device_decode::batch_work& w,
+  // Stages record `local` of s (shard `shard`, its chunks numbered from `key_base` in the
+  // source) for batch work `w`, its bytes going to `dst` in the batch's data. False: read it on
+  // the host.
+  bool stage_record(const shard_index& s, std::size_t shard, std::uint64_t key_base,
+                    std::uint64_t local, std::uint64_t dst, device_decode::batch_work& w,
                     device_decode::unit_directory& dir) {
     if (!device_decodable(s) || device_place_bytes(s) > dir.place_bytes()) return false;
     const record_plan* plan = &s.rows.plan;
@@ -124,6 +125,14 @@ class device_stager {
           return false;
         }
         dir.staged(c.ref);
+        if (w.ahead() > 0) {
+          const std::uint64_t last =
+              std::min<std::uint64_t>(b.band + w.ahead(), s.grid.grid[0] - 1);
+          if (last > b.band) {
+            w.publish_ahead({true, shard, key_base, b.band + 1, last});
+            stage_ahead(s, key_base, b.band + 1, last, w, dir);
+          }
+        }
       }
       b.offset = c.offset;
       last_work_ = &w;
@@ -146,6 +155,30 @@ class device_stager {
       }
     }
     return true;
+  }
+
+  // Stages bands [first, last] of s that no place holds into batch work `w`: in sequential
+  // order the batches after w's read them, and one launch then decodes all of them (a batch
+  // alone touches a band or two, too few units to fill the device). The task that must stage a
+  // band publishes the bands after it (work_capacity::ahead of them, ahead_span) and stages
+  // them; the batch's other tasks call this too once their records are staged, and each band
+  // goes to whichever claims it first. Stops at the first band that finds no place or no room
+  // in the work area.
+  void stage_ahead(const shard_index& s, std::uint64_t key_base, std::uint64_t first,
+                   std::uint64_t last, device_decode::batch_work& w,
+                   device_decode::unit_directory& dir) {
+    using answer = device_decode::unit_directory::answer;
+    for (std::uint64_t a = first; a <= last; ++a) {
+      const device_decode::unit_directory::claim c = dir.acquire_ahead(key_base + a, w.batch(),
+                                                                       w.pins());
+      if (c.what == answer::resident) continue;
+      if (c.what == answer::no_room) return;
+      if (!stage_band(s, a, c.offset, c.ref, w)) {
+        dir.stage_failed(c.ref);
+        return;
+      }
+      dir.staged(c.ref);
+    }
   }
 
  private:

@@ -176,9 +176,24 @@ class source_reader {
       if (!held_.holds(k)) held_.release();
       const auto& s = state_->shard(k);
       if (!held_.holds(k)) held_.hold(&state_->space.lru(), k);
-      return stager_.stage_record(s, state_->key_base[k], i - state_->first(k), dst, w, dir);
+      return stager_.stage_record(s, k, state_->key_base[k], i - state_->first(k), dst, w, dir);
     } catch (...) {
       return false;
+    }
+  }
+
+  // Helps stage the bands batch work `w` stages ahead (batch_work::ahead_work), if any: called
+  // by each of the batch's tasks once its own records are staged. Never throws.
+  void stage_device_ahead(device_decode::batch_work& w,
+                          device_decode::unit_directory& dir) noexcept {
+    try {
+      const device_decode::ahead_span a = w.ahead_work();
+      if (!a.active) return;
+      if (!held_.holds(a.shard)) held_.release();
+      const auto& s = state_->shard(a.shard);
+      if (!held_.holds(a.shard)) held_.hold(&state_->space.lru(), a.shard);
+      stager_.stage_ahead(s, a.key_base, a.first, a.last, w, dir);
+    } catch (...) {
     }
   }
 

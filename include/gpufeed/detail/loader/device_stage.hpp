@@ -50,6 +50,11 @@ struct device_decode_plan {
 
 inline constexpr std::uint64_t device_cache_auto_limit = std::uint64_t{4} << 30;
 inline constexpr std::size_t device_work_bytes_limit = std::size_t{256} << 20;
+// Decoded bytes a sequential batch stages past a band it must stage (work_capacity::ahead): a
+// decode kernel gives each unit (an LZ4 block, a zlib stream) one warp, whose decode is serial,
+// so a launch runs at the device's rate only with thousands of units in it; a batch's own band
+// or two hold about a hundred.
+inline constexpr std::uint64_t device_stage_ahead_bytes = std::uint64_t{256} << 20;
 
 // The plan, or nullopt when the loader decodes on the host (config_error, saying why, when
 // loader_config::decode asked for the device and it cannot be).
@@ -88,11 +93,20 @@ std::optional<device_decode_plan> plan_device_decode(const Source& src, const pi
           u.units, p.order.window() * p.order.units().max_records() / per + 1);
       batch_units = std::min(batch_units, window_units);
     }
-    std::uint64_t places = batch_units * (c.prefetch + 1) + 2 * window_units + c.workers;
+    // Sequential order stages bands ahead (device_stage_ahead_bytes); the cache holds the
+    // bands staged ahead twice over, so a burst never evicts the one before it.
+    std::uint64_t ahead = 0;
+    if (c.order == sample_order::sequential)
+      ahead = std::min<std::uint64_t>(u.units,
+                                      device_stage_ahead_bytes / std::max<std::uint64_t>(
+                                                                     1, u.place_bytes / 2));
+    std::uint64_t places =
+        batch_units * (c.prefetch + 1) + 2 * window_units + 2 * ahead + c.workers;
     places = std::min<std::uint64_t>(places, u.units + batch_units);
     const std::uint64_t limit =
         c.device_cache_bytes ? c.device_cache_bytes : device_cache_auto_limit;
     places = std::min<std::uint64_t>(places, limit / u.place_bytes);
+    ahead = std::min<std::uint64_t>(ahead, places / 4);
     if (places < batch_units + 1 && c.device_cache_bytes)
       throw config_error("device_cache_bytes " + std::to_string(c.device_cache_bytes) +
                          " holds " + std::to_string(places) + " decoded units of " +
@@ -102,13 +116,14 @@ std::optional<device_decode_plan> plan_device_decode(const Source& src, const pi
     if (places == 0) return refuse("a decoded unit is larger than the device cache limit");
     plan.places = static_cast<std::size_t>(places);
     // Compressed bytes a batch may stage: every unit it touches (a window's at its start).
-    const std::uint64_t stage_units = std::max(batch_units, window_units);
+    const std::uint64_t stage_units = std::max(batch_units + ahead, window_units);
     const std::uint64_t want = std::max<std::uint64_t>(stage_units * u.stored_bytes, 1);
     plan.work.bytes = static_cast<std::size_t>(std::clamp<std::uint64_t>(
         want, 2 * u.stored_bytes, std::max<std::uint64_t>(device_work_bytes_limit,
                                                            2 * u.stored_bytes)));
     plan.work.units = plan.work.bytes / 128 + 4096;
     plan.work.runs = static_cast<std::size_t>(b * std::max<std::uint64_t>(1, u.record_runs) + 64);
+    plan.work.ahead = static_cast<std::size_t>(ahead);
     return plan;
   }
 }
@@ -215,8 +230,9 @@ class device_stage {
 };
 
 // Stages records [begin, end) of the batch in `slot` for the device, each that cannot be staged
-// read on the host into its place (failures to slot.failures). With `order`, positions are
-// order[begin, end). Returns the bytes staged or read.
+// read on the host into its place (failures to slot.failures), then helps stage the units the
+// batch stages ahead. With `order`, positions are order[begin, end). Returns the bytes staged or
+// read.
 template <class Reader>
 std::uint64_t stage_records(Reader& reader, staging_slot& slot, const slot_layout& l,
                             std::size_t begin, std::size_t end, const std::size_t* order,
@@ -243,6 +259,7 @@ std::uint64_t stage_records(Reader& reader, staging_slot& slot, const slot_layou
       slot.failures.push_back(record_failure{k, std::current_exception()});
     }
   }
+  reader.stage_device_ahead(w, dir);
   return bytes;
 }
 

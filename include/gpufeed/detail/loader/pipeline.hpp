@@ -148,6 +148,8 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
       s.device_decode.on = true;
       s.device_decode.device = state_.engine->decoder()->decode_counters();
       s.device_decode.units_staged = d.directory().staged_units();
+      s.device_decode.units_staged_ahead = d.directory().staged_ahead();
+      s.device_decode.stage_ahead = d.plan().work.ahead;
       s.device_decode.no_room = d.directory().no_room();
       s.device_decode.batches_redone = d.redone();
       s.device_decode.cache_places = d.directory().places();
