@@ -32,6 +32,11 @@ struct work_capacity {
   static constexpr std::size_t align(std::size_t n) noexcept { return (n + 255) / 256 * 256; }
 };
 
+// Units one decode launch should hold to keep the device busy: the kernels give each unit one
+// warp and a unit's decode is serial, so a launch needs about as many units as the device runs
+// warps at once. Sequential batches stage units ahead until their launch holds this many.
+inline constexpr std::size_t launch_units = 4096;
+
 // Bands a task of the batch stages ahead (device_stager::stage_ahead): units [first, last] of
 // shard `shard` (numbered from key_base in the source). The batch's other tasks help read them
 // once their own records are staged, so one worker does not read them all.

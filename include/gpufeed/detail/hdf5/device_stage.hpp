@@ -126,8 +126,12 @@ class device_stager {
         }
         dir.staged(c.ref);
         if (w.ahead() > 0) {
-          const std::uint64_t last =
-              std::min<std::uint64_t>(b.band + w.ahead(), s.grid.grid[0] - 1);
+          // Bands enough for a launch of device_decode::launch_units (at the units this band
+          // planned into), at most w.ahead() of them.
+          const std::uint64_t per = std::max<std::size_t>(1, units_.size());
+          const std::uint64_t more = std::min<std::uint64_t>(
+              w.ahead(), (device_decode::launch_units + per - 1) / per - 1);
+          const std::uint64_t last = std::min<std::uint64_t>(b.band + more, s.grid.grid[0] - 1);
           if (last > b.band) {
             w.publish_ahead({true, shard, key_base, b.band + 1, last});
             stage_ahead(s, key_base, b.band + 1, last, w, dir);
