@@ -474,7 +474,7 @@ TEST_CASE("batch plan: GPU, CPU fallback or a typed error naming shard and recor
         fake_jpeg(300, 200, 3, css::css_420, 2),           // 5 not supported by GetImageInfo
         fake_jpeg(70000, 70000, 3, css::css_420),          // 6 over max_pixels
         fake_jpeg(0, 10, 3, css::css_420),                 // 7 size 0: corrupt
-        {std::byte{0x12}, std::byte{0x34}, std::byte{0x56}},  // 8 not a JPEG: corrupt
+        {std::byte{0x12}, std::byte{0x34}, std::byte{0x56}},  // 8 not a JPEG: the CPU's to judge
         {std::byte{0xFF}, std::byte{0xD8}, std::byte{0}},  // 9 cut short: corrupt
     };
     std::vector<nv::batch_item> items;
@@ -506,7 +506,10 @@ TEST_CASE("batch plan: GPU, CPU fallback or a typed error naming shard and recor
     REQUIRE(ctx);
     CHECK(ctx->file == "shard-3.lmdb");
     CHECK(ctx->record == 106u);
-    for (std::size_t i : {7u, 8u, 9u}) {
+    CHECK(plan[8].to == nv::route::cpu);
+    CHECK(plan[8].why == "not a JPEG");
+    CHECK(nv::decoded_bytes(plan[8]) == 0);
+    for (std::size_t i : {7u, 9u}) {
       CAPTURE(i);
       CHECK(plan[i].to == nv::route::failed);
       ctx = nullptr;

@@ -7,7 +7,8 @@
 // - failed: nvjpegGetImageInfo says the bytes are not a JPEG or end early (corrupt_error, as
 //   nvjpeg_check.hpp maps the status), a size of 0, or more than max_pixels pixels
 //   (unsupported_error, the CPU decoder's words). Nothing is decoded for it.
-// - cpu: valid, but not for this GPU decode: 2 or 4 components (CMYK), a subsampling the batched
+// - cpu: not a JPEG (no SOI marker: a PNG, or bytes the CPU decoder names a format_error; its
+//   size is then 0 here, read by the CPU decoder), or valid but not for this GPU decode: 2 or 4 components (CMYK), a subsampling the batched
 //   decoder does not take (4:1:1, 4:1:0, unknown), a status of NVJPEG_STATUS_JPEG_NOT_SUPPORTED
 //   from the header read (TurboJPEG may still decode it, or raises its own error), or — on the
 //   hardware backend — nvjpegDecodeBatchedSupported's "no" (progressive, 12-bit, other
@@ -89,6 +90,11 @@ inline planned_image plan_one(const library& lib, handle_t h, const batch_item& 
     int comps = 0, widths[max_component] = {}, heights[max_component] = {};
     chroma_subsampling css = chroma_subsampling::unknown;
     const auto* data = reinterpret_cast<const unsigned char*>(item.bytes.data());
+    if (item.bytes.size() < 2 || data[0] != 0xFF || data[1] != 0xD8) {
+      p.to = route::cpu;
+      p.why = "not a JPEG";
+      return p;
+    }
     const status s = lib.api().get_image_info(h, data, item.bytes.size(), &comps, &css, widths, heights);
     if (s == status::jpeg_not_supported) {
       p.to = route::cpu;
