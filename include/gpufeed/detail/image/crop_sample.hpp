@@ -93,7 +93,7 @@ GPUFEED_HOST_DEVICE inline float normalize_value(std::uint8_t x, float scale, fl
 #if defined(__CUDA_ARCH__)
   return __fmul_rn(__fsub_rn(__fmul_rn(static_cast<float>(x), scale), mean), inv_std);
 #else
-  const float a = static_cast<float>(x) * scale;
+  const volatile float a = static_cast<float>(x) * scale;  // volatile: no FMA on any host
   const float b = a - mean;
   return b * inv_std;
 #endif

@@ -5,9 +5,10 @@
 //
 // Why the results are the same bits on the host and the GPU: every floating-point step is one
 // IEEE double operation rounded to nearest (on the GPU through __dadd_rn / __dmul_rn / __ddiv_rn,
-// which nvcc never contracts into an FMA; on the host gpufeed's builds target baseline x86-64 or
-// aarch64 without -ffp-contract=fast across these lines' inlined calls), and floor/ceil/round are
-// done by exact integer conversions of small non-negative values rather than by library calls.
+// which nvcc never contracts into an FMA; on the host the product passes through a volatile, so
+// a compiler that contracts by default — GCC on aarch64 — cannot fuse it with the following add),
+// and floor/ceil/round are exact integer conversions of small non-negative values rather than
+// library calls.
 //
 // The filter (PIL's BILINEAR): output sample i has its centre at c = in0 + (i + 0.5) * scale
 // (scale = in_len / out); it weighs the input pixels within support = max(scale, 1) of c by the
@@ -40,7 +41,8 @@ GPUFEED_HOST_DEVICE inline double mul_rn(double a, double b) {
 #if defined(__CUDA_ARCH__)
   return __dmul_rn(a, b);
 #else
-  return a * b;
+  const volatile double r = a * b;
+  return r;
 #endif
 }
 GPUFEED_HOST_DEVICE inline double div_rn(double a, double b) {
