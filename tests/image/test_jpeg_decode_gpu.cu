@@ -5,10 +5,12 @@
 //   backend), the bytes are the CPU transform's exactly: same decoder, same arithmetic.
 // - Through nvJPEG they are close, not equal: nvJPEG's IDCT and chroma upsampling are not
 //   libjpeg-turbo's (islow IDCT, "fancy" triangle upsampling), so single decoded pixels differ
-//   by a few levels, more at sharp colour edges of subsampled chroma; the crop's filter then
-//   averages these. Bounds: mean |difference| <= 1.5 levels per byte, max <= 48 (the synthetic
-//   pictures have hard edges and per-channel noise, the worst case for chroma upsampling). The
-//   measured figures are printed for each case.
+//   by a few levels, more at sharp colour edges of subsampled chroma (nearest against triangle
+//   upsampling: up to a quarter of a chroma step, which the colour conversion amplifies by up
+//   to 1.8); the crop's filter then averages these. The synthetic pictures have hard edges and
+//   per-channel noise, the worst case for chroma upsampling. Bounds: mean |difference| <= 3
+//   levels per byte (a crop off by one pixel, a wrong flip or swapped channels gives tens) and
+//   max <= 100 (local garbage gives 200+). The measured figures are printed for each record.
 // - A corrupt JPEG in a batch is an error for its record alone (corrupt_error naming shard and
 //   record); every other record is written. A small device budget (chunks) changes nothing.
 #include <doctest/doctest.h>
@@ -127,15 +129,18 @@ void check_close(const std::vector<std::uint8_t>& got, const std::vector<std::ui
                  std::size_t i) {
   double sum = 0;
   int worst = 0;
+  std::size_t over8 = 0;
   for (std::size_t j = 0; j < got.size(); ++j) {
     const int d = std::abs(int{got[j]} - int{want[j]});
     sum += d;
+    over8 += d > 8 ? 1 : 0;
     worst = d > worst ? d : worst;
   }
   const double mean = sum / static_cast<double>(got.size());
-  MESSAGE("record " << i << ": mean |nvJPEG - TurboJPEG| " << mean << ", max " << worst);
-  CHECK(mean <= 1.5);
-  CHECK(worst <= 48);
+  MESSAGE("record " << i << ": mean |nvJPEG - TurboJPEG| " << mean << ", max " << worst
+                    << ", bytes off by more than 8: " << over8 << " of " << got.size());
+  CHECK(mean <= 3.0);
+  CHECK(worst <= 100);
 }
 
 }  // namespace
