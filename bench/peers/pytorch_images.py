@@ -13,6 +13,8 @@ file).
 
   python3 bench/peers/pytorch_images.py --root /tmp/gpufeed-photos --workers 1,4,8,16 --json
   python3 bench/peers/pytorch_images.py --dry-run      # the plan, without torch
+--convert PILToTensor (or ToTensor,PILToTensor) measures the uint8 PILToTensor() variant too
+(case pytorch/images-piltotensor/wW): the tensor a GPU-side normalisation would start from.
 Prints one JSON array (--json): {"case", "workers", "images_per_s", ...} per count.
 Needs torch, torchvision and pillow (not for --help or --dry-run).
 """
@@ -43,14 +45,22 @@ def main():
     ap.add_argument("--size", type=int, default=224)
     ap.add_argument("--seconds", type=float, default=3.0, help="timed seconds per case")
     ap.add_argument("--device", default=None, help="default: cuda when available, else cpu")
+    ap.add_argument("--convert", default="ToTensor",
+                    help="comma-separated: ToTensor (float CHW), PILToTensor (uint8 CHW)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--dry-run", action="store_true", help="print the plan and exit (no torch)")
     args = ap.parse_args()
     workers = [int(w) for w in args.workers.split(",") if w]
+    converts = [c for c in args.convert.split(",") if c]
+    for c in converts:
+        if c not in ("ToTensor", "PILToTensor"):
+            sys.exit(f"--convert: {c} is not ToTensor or PILToTensor")
+    prefix = {"ToTensor": "pytorch/images", "PILToTensor": "pytorch/images-piltotensor"}
     if args.dry_run:
-        for w in workers:
-            print(f"plan: pytorch/images/w{w}: ImageFolder + RandomResizedCrop({args.size}) + "
-                  f"RandomHorizontalFlip + ToTensor, batch {args.batch}, pin_memory")
+        for c in converts:
+            for w in workers:
+                print(f"plan: {prefix[c]}/w{w}: ImageFolder + RandomResizedCrop({args.size}) + "
+                      f"RandomHorizontalFlip + {c}, batch {args.batch}, pin_memory")
         return
     if not args.root:
         sys.exit("--root is required")
@@ -60,15 +70,20 @@ def main():
     from torchvision import datasets, transforms
 
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    tf = transforms.Compose([transforms.RandomResizedCrop(args.size),
-                             transforms.RandomHorizontalFlip(), transforms.ToTensor()])
-    ds = datasets.ImageFolder(args.root, transform=tf)
+    def dataset(convert):
+        tf = transforms.Compose([transforms.RandomResizedCrop(args.size),
+                                 transforms.RandomHorizontalFlip(),
+                                 getattr(transforms, convert)()])
+        return datasets.ImageFolder(args.root, transform=tf)
+
+    ds = dataset(converts[0])
     nbytes = warm_page_cache(args.root)
     print(f"pytorch_images: {len(ds)} files, {nbytes / 1e6:.1f} MB, {len(ds.classes)} classes, "
           f"device {device}, torch {torch.__version__}, torchvision {torchvision.__version__}",
           file=sys.stderr)
     results = []
-    for w in workers:
+    for convert, w in [(c, w) for c in converts for w in workers]:
+        ds = dataset(convert)
         kw = dict(batch_size=args.batch, shuffle=True, num_workers=w, drop_last=True,
                   pin_memory=device.type == "cuda", persistent_workers=w > 0)
         if w > 0:
@@ -98,11 +113,11 @@ def main():
             torch.cuda.synchronize()
         secs = time.perf_counter() - t0
         del it, loader
-        r = {"case": f"pytorch/images/w{w}", "workers": w, "images_per_s": images / secs,
+        r = {"case": f"{prefix[convert]}/w{w}", "workers": w, "convert": convert, "images_per_s": images / secs,
              "batches": batches, "seconds": secs, "batch_size": args.batch, "target": device.type,
              "warmup_batches": warm, "torch": torch.__version__,
              "torchvision": torchvision.__version__}
-        print(f"pytorch/images/w{w:<3} {r['images_per_s']:9.0f} images/s", file=sys.stderr)
+        print(f"{r['case']:<32} {r['images_per_s']:9.0f} images/s", file=sys.stderr)
         results.append(r)
     if args.json:
         print(json.dumps(results, indent=1))

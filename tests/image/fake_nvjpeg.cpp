@@ -11,7 +11,11 @@
 //   GPUFEED_FAKE_NVJPEG_STATE     nvjpegJpegStateCreate's status (default 0)
 // nvjpegGetImageInfo answers like the real library for what the tests give it: fewer than 4
 // bytes after an SOI marker is NVJPEG_STATUS_INCOMPLETE_BITSTREAM, no SOI marker is
-// NVJPEG_STATUS_BAD_JPEG, else a 3-component 4:2:0 image of 16 x 16. The other decode calls
+// NVJPEG_STATUS_BAD_JPEG, else a 3-component 4:2:0 image of 16 x 16 — unless the bytes are a
+// fake header (the batch planner's tests): FF D8 'G' 'F', width and height (4 bytes each, big
+// endian), components, subsampling (signed), flags (bit 0: the hardware decoder does not take
+// it; bit 1: nvjpegGetImageInfo answers NVJPEG_STATUS_JPEG_NOT_SUPPORTED). nvjpegJpegStreamParse
+// keeps those flags and nvjpegDecodeBatchedSupported reports bit 0. The other decode calls
 // answer NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED.
 //
 // It counts what it made and destroyed (gpufeed_fake_nvjpeg_counts, gpufeed_fake_nvjpeg_reset):
@@ -31,8 +35,26 @@ struct gpufeed_fake_nvjpeg_tally {
 };
 
 namespace {
-constexpr int success = 0, invalid_parameter = 2, bad_jpeg = 3,
+constexpr int success = 0, invalid_parameter = 2, bad_jpeg = 3, jpeg_not_supported = 4,
               not_supported_here = 9, incomplete_bitstream = 10;
+
+// A fake header (see the top of this file); false for any other bytes.
+struct fake_header {
+  int width, height, components, subsampling, flags;
+};
+bool read_fake_header(const unsigned char* d, std::size_t n, fake_header& h) {
+  if (n < 15 || d[0] != 0xFF || d[1] != 0xD8 || d[2] != 'G' || d[3] != 'F') return false;
+  auto be32 = [&](int at) {
+    return static_cast<int>((unsigned{d[at]} << 24) | (unsigned{d[at + 1]} << 16) |
+                            (unsigned{d[at + 2]} << 8) | unsigned{d[at + 3]});
+  };
+  h = {be32(4), be32(8), d[12], static_cast<signed char>(d[13]), d[14]};
+  return true;
+}
+struct fake_stream {
+  int flags;
+};
+std::set<void*> live_streams;
 
 struct fake_handle {
   int backend;
@@ -135,12 +157,51 @@ int nvjpegGetImageInfo(void* handle, const unsigned char* data, std::size_t leng
     return invalid_parameter;
   if (length < 2 || data[0] != 0xFF || data[1] != 0xD8) return bad_jpeg;
   if (length < 4) return incomplete_bitstream;
+  if (fake_header f{}; read_fake_header(data, length, f)) {
+    if (f.flags & 2) return jpeg_not_supported;
+    *components = f.components;
+    *subsampling = f.subsampling;
+    for (int c = 0; c < 4; ++c) {
+      widths[c] = c == 0 ? f.width : 0;
+      heights[c] = c == 0 ? f.height : 0;
+    }
+    return success;
+  }
   *components = 3;
   *subsampling = 2;
   for (int c = 0; c < 4; ++c) {
     widths[c] = c == 0 ? 16 : c < 3 ? 8 : 0;
     heights[c] = widths[c];
   }
+  return success;
+}
+int nvjpegJpegStreamCreate(void* handle, void** stream) {
+  if (!live_handles.count(handle) || !stream) return invalid_parameter;
+  auto* s = new fake_stream{0};
+  live_streams.insert(s);
+  *stream = s;
+  return success;
+}
+int nvjpegJpegStreamDestroy(void* stream) {
+  if (!live_streams.erase(stream)) {
+    ++tally.bad_destroys;
+    return invalid_parameter;
+  }
+  delete static_cast<fake_stream*>(stream);
+  return success;
+}
+int nvjpegJpegStreamParse(void* handle, const unsigned char* data, std::size_t length, int, int,
+                          void* stream) {
+  if (!live_handles.count(handle) || !live_streams.count(stream) || !data) return invalid_parameter;
+  if (length < 2 || data[0] != 0xFF || data[1] != 0xD8) return bad_jpeg;
+  fake_header f{};
+  static_cast<fake_stream*>(stream)->flags = read_fake_header(data, length, f) ? f.flags : 0;
+  return success;
+}
+int nvjpegDecodeBatchedSupported(void* handle, void* stream, int* is_supported) {
+  if (!live_handles.count(handle) || !live_streams.count(stream) || !is_supported)
+    return invalid_parameter;
+  *is_supported = static_cast<fake_stream*>(stream)->flags & 1;  // 0: supported
   return success;
 }
 
@@ -150,14 +211,10 @@ GPUFEED_FAKE_UNSUPPORTED(nvjpegDecodeBatchedInitialize)
 #ifndef GPUFEED_FAKE_NVJPEG_PARTIAL
 GPUFEED_FAKE_UNSUPPORTED(nvjpegDecodeBatched)
 #endif
-GPUFEED_FAKE_UNSUPPORTED(nvjpegDecodeBatchedSupported)
 GPUFEED_FAKE_UNSUPPORTED(nvjpegDecodeBatchedSupportedEx)
 GPUFEED_FAKE_UNSUPPORTED(nvjpegDecoderCreate)
 GPUFEED_FAKE_UNSUPPORTED(nvjpegDecoderDestroy)
 GPUFEED_FAKE_UNSUPPORTED(nvjpegDecoderStateCreate)
-GPUFEED_FAKE_UNSUPPORTED(nvjpegJpegStreamCreate)
-GPUFEED_FAKE_UNSUPPORTED(nvjpegJpegStreamParse)
-GPUFEED_FAKE_UNSUPPORTED(nvjpegJpegStreamDestroy)
 GPUFEED_FAKE_UNSUPPORTED(nvjpegBufferDeviceCreate)
 GPUFEED_FAKE_UNSUPPORTED(nvjpegBufferDeviceDestroy)
 GPUFEED_FAKE_UNSUPPORTED(nvjpegBufferPinnedCreate)

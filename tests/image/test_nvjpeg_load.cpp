@@ -1,6 +1,7 @@
 // nvJPEG loaded at run time: a missing library, a library without a symbol, versions, failing
 // calls turned into gpufeed errors, the handle owners (each handle destroyed exactly once, states
-// before their handle) and the capability probe's fallbacks and notices. All through a fake
+// before their handle), the capability probe's fallbacks and notices, and the batched decoder's
+// routing of each JPEG (GPU, CPU fallback, or a typed error naming shard and record). All through a fake
 // libnvjpeg (fake_nvjpeg.cpp) named by GPUFEED_NVJPEG_LIBRARY: host-only, no GPU, no nvJPEG.
 #include <dlfcn.h>
 #include <doctest/doctest.h>
@@ -8,12 +9,15 @@
 #include <unistd.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <exception>
 #include <filesystem>
 #include <string>
 #include <system_error>
 #include <utility>
 #include <vector>
 
+#include "gpufeed/detail/image/nvjpeg_batch_plan.hpp"
 #include "gpufeed/detail/image/nvjpeg_check.hpp"
 #include "gpufeed/detail/image/nvjpeg_handles.hpp"
 #include "gpufeed/detail/image/nvjpeg_library.hpp"
@@ -420,4 +424,111 @@ TEST_CASE("probe: no backend works, so the CPU decodes, and the notice names eve
           "NVJPEG_STATUS_ALLOCATOR_FAILURE");
     check_balanced(f.counts(), 3, 0);
   }
+}
+
+namespace {
+// A fake header the fake library reads (fake_nvjpeg.cpp): FF D8 'G' 'F', width, height (big
+// endian), components, subsampling, flags.
+std::vector<std::byte> fake_jpeg(std::uint32_t w, std::uint32_t h, int components,
+                                 nv::chroma_subsampling css, int flags = 0) {
+  std::vector<std::byte> b;
+  for (int v : {0xFF, 0xD8, int{'G'}, int{'F'}}) b.push_back(static_cast<std::byte>(v));
+  for (std::uint32_t v : {w, h})
+    for (int shift = 24; shift >= 0; shift -= 8) b.push_back(static_cast<std::byte>((v >> shift) & 0xFF));
+  b.push_back(static_cast<std::byte>(components));
+  b.push_back(static_cast<std::byte>(static_cast<signed char>(static_cast<int>(css))));
+  b.push_back(static_cast<std::byte>(flags));
+  return b;
+}
+
+template <class E>
+std::string error_of(const nv::planned_image& p, const gpufeed::error_context*& ctx) {
+  try {
+    std::rethrow_exception(p.error);
+  } catch (const E& e) {
+    static gpufeed::error_context keep;
+    keep = e.context();
+    ctx = &keep;
+    return e.what();
+  } catch (...) {
+  }
+  return "<another error>";
+}
+}  // namespace
+
+TEST_CASE("batch plan: GPU, CPU fallback or a typed error naming shard and record") {
+  const fake f;
+  const env_var lib_env(nv::library_env, f.path().c_str());
+  const nv::library lib = nv::library::load();
+  REQUIRE(lib.ok());
+  for (bool hardware : {false, true}) {
+    CAPTURE(hardware);
+    const nv::handle h = nv::create_handle(lib, hardware ? nv::backend::hardware : nv::backend::default_backend);
+    using css = nv::chroma_subsampling;
+    const std::vector<std::vector<std::byte>> bytes = {
+        fake_jpeg(640, 480, 3, css::css_420),              // 0 gpu
+        fake_jpeg(100, 100, 1, css::css_gray),             // 1 gpu
+        fake_jpeg(300, 200, 4, css::css_444),              // 2 cpu: CMYK
+        fake_jpeg(300, 200, 3, css::css_411),              // 3 cpu: 4:1:1
+        fake_jpeg(300, 200, 3, css::css_420, 1),           // 4 hardware says no (progressive)
+        fake_jpeg(300, 200, 3, css::css_420, 2),           // 5 not supported by GetImageInfo
+        fake_jpeg(70000, 70000, 3, css::css_420),          // 6 over max_pixels
+        fake_jpeg(0, 10, 3, css::css_420),                 // 7 size 0: corrupt
+        {std::byte{0x12}, std::byte{0x34}, std::byte{0x56}},  // 8 not a JPEG: the CPU's to judge
+        {std::byte{0xFF}, std::byte{0xD8}, std::byte{0}},  // 9 cut short: corrupt
+    };
+    std::vector<nv::batch_item> items;
+    for (std::size_t i = 0; i < bytes.size(); ++i) {
+      gpufeed::error_context where;
+      where.file = "shard-3.lmdb";
+      where.record = 100 + i;
+      items.push_back({bytes[i], where});
+    }
+    nv::plan_limits limits;
+    limits.max_pixels = 4096ull * 4096;
+    limits.hardware = hardware;
+    const auto plan = nv::plan_batch(lib, h.get(), items, limits);
+    REQUIRE(plan.size() == items.size());
+    CHECK(plan[0].to == nv::route::gpu);
+    CHECK(plan[0].width == 640);
+    CHECK(plan[0].height == 480);
+    CHECK(nv::decoded_bytes(plan[0]) == 640u * 480 * 3);
+    CHECK(plan[1].to == nv::route::gpu);
+    CHECK(plan[2].to == nv::route::cpu);
+    CHECK(plan[2].why == "4 components");
+    CHECK(plan[3].to == nv::route::cpu);
+    CHECK(plan[4].to == (hardware ? nv::route::cpu : nv::route::gpu));
+    CHECK(plan[5].to == nv::route::cpu);
+    const gpufeed::error_context* ctx = nullptr;
+    CHECK(plan[6].to == nv::route::failed);
+    CHECK(nv::decoded_bytes(plan[6]) == 0);
+    CHECK(error_of<gpufeed::unsupported_error>(plan[6], ctx).find("70000 x 70000 pixels exceeds max_pixels") != std::string::npos);
+    REQUIRE(ctx);
+    CHECK(ctx->file == "shard-3.lmdb");
+    CHECK(ctx->record == 106u);
+    CHECK(plan[8].to == nv::route::cpu);
+    CHECK(plan[8].why == "not a JPEG");
+    CHECK(nv::decoded_bytes(plan[8]) == 0);
+    for (std::size_t i : {7u, 9u}) {
+      CAPTURE(i);
+      CHECK(plan[i].to == nv::route::failed);
+      ctx = nullptr;
+      CHECK(error_of<gpufeed::corrupt_error>(plan[i], ctx).find("corrupt JPEG") != std::string::npos);
+      REQUIRE(ctx);
+      CHECK(ctx->record == 100 + i);
+    }
+  }
+}
+
+TEST_CASE("batch plan: nvJPEG's own failure is a library_error, not a record's") {
+  const fake f;
+  const env_var lib_env(nv::library_env, f.path().c_str());
+  const nv::library lib = nv::library::load();
+  REQUIRE(lib.ok());
+  const nv::handle h = nv::create_handle(lib, nv::backend::default_backend);
+  const auto ok = fake_jpeg(8, 8, 3, nv::chroma_subsampling::css_420);
+  const std::vector<nv::batch_item> items = {{ok, {}}};
+  // A handle the fake does not know: nvjpegGetImageInfo answers INVALID_PARAMETER.
+  CHECK_THROWS_AS(nv::plan_batch(lib, reinterpret_cast<nv::handle_t>(const_cast<nv::library*>(&lib)), items, {}),
+                  gpufeed::library_error);
 }

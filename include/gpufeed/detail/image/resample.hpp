@@ -16,63 +16,39 @@
 #pragma once
 
 #include <algorithm>
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "gpufeed/detail/image/resample_taps.hpp"
 #include "gpufeed/image/image_view.hpp"
 
 namespace gpufeed::detail::image {
 
-// Per output sample: the first input index, the tap count, and `taps` weights at 22 bits.
+// Per output sample: the first input index, the tap count, and `taps` weights at 22 bits
+// (resample_taps.hpp computes them; the fused GPU crop evaluates the same functions).
 struct resample_axis {
-  static constexpr int bits = 22;
+  static constexpr int bits = resample_bits;
   std::vector<int> first, count;
   std::vector<std::int32_t> weights;  // out * taps
   int taps = 0;
 
   // Input pixels [in0, in0 + in_len) of an axis of `in_size` pixels onto `out` samples.
   void build(double in0, double in_len, int in_size, int out) {
-    const double scale = in_len / out;
-    const double fscale = std::max(scale, 1.0);
-    const double support = fscale;  // triangle support 1, widened when shrinking
-    taps = static_cast<int>(std::ceil(support)) * 2 + 1;
+    const axis_filter a = make_axis_filter(in0, in_len, in_size, out);
+    taps = a.taps;
     first.assign(static_cast<std::size_t>(out), 0);
     count.assign(static_cast<std::size_t>(out), 0);
     weights.assign(static_cast<std::size_t>(out) * static_cast<std::size_t>(taps), 0);
-    std::vector<double> w(static_cast<std::size_t>(taps));
     for (int i = 0; i < out; ++i) {
-      const double c = in0 + (i + 0.5) * scale;
-      int lo = static_cast<int>(c - support + 0.5), hi = static_cast<int>(c + support + 0.5);
-      lo = std::clamp(lo, 0, in_size - 1);
-      hi = std::clamp(hi, lo + 1, in_size);
-      const int n = std::min(hi - lo, taps);
-      double sum = 0;
-      for (int k = 0; k < n; ++k) {
-        const double x = (lo + k - c + 0.5) / fscale;
-        w[static_cast<std::size_t>(k)] = std::max(0.0, 1.0 - std::abs(x));
-        sum += w[static_cast<std::size_t>(k)];
-      }
-      if (sum <= 0) {  // a sample between pixel centres far outside: nearest pixel
-        w[0] = 1;
-        sum = 1;
-        for (int k = 1; k < n; ++k) w[static_cast<std::size_t>(k)] = 0;
-      }
-      first[static_cast<std::size_t>(i)] = lo;
-      count[static_cast<std::size_t>(i)] = n;
+      const axis_window w = window_of(a, i);
+      first[static_cast<std::size_t>(i)] = w.lo;
+      count[static_cast<std::size_t>(i)] = w.n;
       std::int32_t* dst = &weights[static_cast<std::size_t>(i) * static_cast<std::size_t>(taps)];
-      for (int k = 0; k < n; ++k)
-        dst[k] = static_cast<std::int32_t>(
-            std::lround(w[static_cast<std::size_t>(k)] / sum * (1 << bits)));
+      for (int k = 0; k < w.n; ++k) dst[k] = tap_weight(a, w, k);
     }
   }
 };
-
-inline std::uint8_t clip8(std::int32_t acc) noexcept {
-  const std::int32_t v = (acc + (1 << (resample_axis::bits - 1))) >> resample_axis::bits;
-  return static_cast<std::uint8_t>(std::clamp(v, 0, 255));
-}
 
 // Holds the coefficient tables and the intermediate rows between calls (one per thread).
 class resampler {
