@@ -1,0 +1,106 @@
+// gpufeed — an HDF5 shard named by a URL, read in remote units: its data is cut into units of
+// about remote::fetch_unit_bytes along dimension 0, which are both what its reader fetches with
+// one ranged GET (remote/unit_reads.hpp) and its records' decode units (decode_unit.hpp), so
+// block_shuffled permutes exactly those units and reads each within one window: one request
+// per unit per epoch, read ahead of the window by will_need.
+//   contiguous  whole rows (fixed layout) or bytes (blob) of about a unit each;
+//   chunked     whole bands of chunks (one chunk index along dimension 0), as many as make about
+//               a unit of stored bytes; a unit spans its bands' chunks in the file. Shards whose
+//               chunks do not lie in band order with little between them (more than a quarter
+//               of a unit's span not its chunks) keep one request per chunk: the decoded-chunk
+//               cache still reads each chunk once per epoch in block_shuffled.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "gpufeed/detail/hdf5/shard.hpp"
+#include "gpufeed/detail/remote/unit_reads.hpp"
+
+namespace gpufeed::detail::hdf5 {
+
+// The units of chunked shard s: bands_per_unit bands each; empty when its chunks do not lie
+// in band order or leave more than a quarter of a unit's span to other bytes.
+inline std::vector<remote::unit_extent> chunk_units(const shard_index& s, std::uint64_t per_unit) {
+  const std::uint64_t slab = s.grid.chunk_count / s.grid.grid[0];
+  std::vector<remote::unit_extent> units;
+  for (std::uint64_t k0 = 0; k0 < s.grid.chunk_count; k0 += per_unit * slab) {
+    remote::unit_extent u{~std::uint64_t{0}, 0, 0};
+    for (std::uint64_t k = k0; k < std::min(s.grid.chunk_count, k0 + per_unit * slab); ++k) {
+      const chunk_entry& c = s.chunks[static_cast<std::size_t>(k)];
+      if (c.size == 0) continue;
+      u.begin = std::min(u.begin, c.address);
+      u.end = std::max(u.end, c.address + c.size);
+      u.need += c.size;
+    }
+    if (u.need == 0) continue;
+    if (4 * (u.end - u.begin - u.need) > u.end - u.begin) return {};
+    if (!units.empty() && units.back().end > u.begin) return {};
+    units.push_back(u);
+  }
+  return units;
+}
+
+// Gives shard s (opened, its reader a remote::unit_reads) its remote units; nothing for other
+// readers, fallback shards and shards whose chunks do not allow them (chunk_units).
+inline void fetch_in_units(shard_index& s) {
+  if (!s.file.as<remote::unit_reads>() || s.records == 0) return;
+  const std::uint64_t unit = remote::fetch_unit_bytes;
+  std::vector<remote::unit_extent> units;
+  std::uint64_t band = 0;
+  if (s.kind == read_kind::contiguous) {
+    band = s.blob ? unit : std::max<std::uint64_t>(1, unit / s.row_bytes);
+    const std::uint64_t step = s.blob ? band : band * s.row_bytes;  // bytes of one unit
+    const std::uint64_t end = s.base + (s.blob ? s.offsets.back() : s.records * s.row_bytes);
+    for (std::uint64_t at = s.base; at < end; at += step) {
+      const std::uint64_t to = std::min(end, at + step);
+      units.push_back({at, to, to - at});
+    }
+  } else if (s.kind == read_kind::chunked && s.grid.grid[0] != 0) {
+    std::uint64_t stored = 0;
+    for (const chunk_entry& c : s.chunks) stored += c.size;
+    const std::uint64_t band_stored = std::max<std::uint64_t>(1, stored / s.grid.grid[0]);
+    const std::uint64_t per_unit = std::max<std::uint64_t>(1, unit / band_stored);
+    units = chunk_units(s, per_unit);
+    band = per_unit * s.grid.chunk[0];
+  }
+  if (units.empty()) return;
+  std::unique_ptr<remote::unit_reads> r = s.file.take<remote::unit_reads>();
+  r->set_units(std::move(units));
+  s.file = io::owned_source(std::move(r));
+  s.remote_band = band;
+}
+
+// Whether shard s's remote units are fetched whole (false: each read on its own, for shuffled
+// order). Nothing for shards not read in units.
+inline void whole_units(const shard_index& s, bool on) noexcept {
+  if (const auto* r = s.file.as<remote::unit_reads>()) r->whole_units(on);
+}
+
+// Shard s's part of remote_stats (remote false for a local shard).
+inline remote_stats remote_stats_of(const shard_index& s) {
+  if (const auto* r = s.file.as<remote::unit_reads>()) return r->stats();
+  return {};
+}
+
+// a += b, for remote_stats of several shards.
+inline void add_to(remote_stats& a, const remote_stats& b) noexcept {
+  a.remote = a.remote || b.remote;
+  a.requests += b.requests;
+  a.bytes_fetched += b.bytes_fetched;
+  a.bytes_delivered += b.bytes_delivered;
+  a.retries += b.retries;
+  a.failures += b.failures;
+  a.short_bodies += b.short_bodies;
+  a.unit_fetches += b.unit_fetches;
+  a.unit_prefetches += b.unit_prefetches;
+  a.unit_hits += b.unit_hits;
+  a.request_seconds += b.request_seconds;
+  a.read_wait_seconds += b.read_wait_seconds;
+  for (std::size_t k = 0; k < remote_latency_buckets; ++k) a.latency_us[k] += b.latency_us[k];
+}
+
+}  // namespace gpufeed::detail::hdf5
