@@ -164,7 +164,8 @@ TEST_CASE("unit_reads: a unit fetched once with one read, let go when spent, fet
 TEST_CASE("unit_reads: will_need fetches the units ahead; the reads then make no request") {
   over_memory m(1 << 20);
   std::vector<remote::unit_extent> units;
-  for (std::uint64_t at = 0; at < (1u << 20); at += 1u << 16) units.push_back({at, at + (1u << 16), 1u << 16});
+  for (std::uint64_t at = 0; at < (1u << 20); at += 1u << 16)
+    units.push_back({at, at + (1u << 16), 1u << 16});
   m.units->set_units(units);
   m.units->will_need(0, 1u << 20);
   const auto until = std::chrono::steady_clock::now() + 20s;

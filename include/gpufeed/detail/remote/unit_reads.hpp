@@ -17,12 +17,13 @@
 //  - A unit is let go once the bytes delivered from it reach its need (each record or chunk of it
 //    read once); the next epoch fetches it again. Bytes held are bounded (hold_bytes): a fetch
 //    past it lets go of the oldest units no read is copying from, spent or not.
-//  - will_need(offset, bytes) queues the units it overlaps for the read-ahead thread (one per
-//    object, started on first use), which fetches them while they fit; it never blocks. A unit
-//    being fetched is waited for by its readers, never fetched twice at once.
+//  - will_need(offset, bytes) queues the units it overlaps for read-ahead threads (up to
+//    ahead_requests per object, only while units are queued), which fetch them while they fit,
+//    unless fetched since they were queued; it never blocks. A unit being fetched is waited for
+//    by its readers, never fetched twice at once.
 //  - A unit fetch that fails is not kept: the read that needed it reads its own bytes from the
 //    inner source, whose error (naming the URL and the request) the seam reports.
-//  - close() waits for the read-ahead's fetch in flight, then closes the inner source; reopen()
+//  - close() waits for read-ahead fetches in flight, then closes the inner source; reopen()
 //    reopens it. Units held stay (the version opened: http_file pins it).
 #pragma once
 
@@ -48,11 +49,9 @@
 
 #include "gpufeed/detail/io/byte_source.hpp"
 #include "gpufeed/detail/remote/transfer_stats.hpp"
-#include "gpufeed/remote_stats.hpp"
 
 namespace gpufeed::detail::remote {
 
-static_assert(latency_buckets == remote_latency_buckets);
 // A remote unit: 4 MiB. An object store's first byte costs tens of milliseconds, so a request
 // must move MiBs to spend most of its time moving bytes (AWS names 8 or 16 MB as typical ranged
 // GETs); larger units coarsen block_shuffled's order: its default 128 MiB window shuffles 32
@@ -61,6 +60,9 @@ inline constexpr std::uint64_t fetch_unit_bytes = std::uint64_t{4} << 20;
 // Bytes one object's units may hold: two windows (the one being read and the one read ahead) of
 // the default 128 MiB, with room for the look-ahead; spent units leave long before.
 inline constexpr std::size_t unit_hold_bytes = std::size_t{512} << 20;
+// Read-ahead requests in flight per object: an object store serves each connection at a bounded
+// rate, so a window is fetched ahead over several at once.
+inline constexpr std::size_t ahead_requests = 4;
 
 // Bytes [begin, end) of a source fetched as one unit, of which `need` will be read.
 struct unit_extent {
@@ -76,13 +78,10 @@ class unit_reads final : public io::byte_source {
 
   unit_reads(const unit_reads&) = delete;
   unit_reads& operator=(const unit_reads&) = delete;
-  ~unit_reads() override {  // the read-ahead's request in flight ends within its timeouts
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    if (ahead_.joinable()) ahead_.join();
+  ~unit_reads() override {  // read-ahead requests in flight end within their timeouts
+    std::unique_lock<std::mutex> g(mu_);
+    stop_ = true;
+    cv_.wait(g, [&] { return ahead_threads_ == 0; });
   }
 
   void set_units(std::vector<unit_extent> units) {
@@ -101,9 +100,8 @@ class unit_reads final : public io::byte_source {
       if (stop_) return;
       for (std::size_t k = first_after(offset);
            k < units_.size() && extents_[k].begin < offset + bytes; ++k)
-        if (units_[k].state == unit::absent) queue_.push_back(k);
-      if (!ahead_.joinable()) ahead_ = std::thread([this] { read_ahead(); });
-      cv_.notify_all();
+        if (units_[k].state == unit::absent) queue_.push_back({k, units_[k].fetched});
+      start_read_ahead();
     } catch (...) {  // advice only: no thread, no memory
     }
   }
@@ -111,30 +109,21 @@ class unit_reads final : public io::byte_source {
   void close() noexcept override {
     std::unique_lock<std::mutex> g(mu_);
     closed_ = true;
-    cv_.wait(g, [&] { return !ahead_busy_; });
+    cv_.wait(g, [&] { return ahead_threads_ == 0; });
     inner_.close();
   }
   void reopen() override {
     inner_.reopen();
     std::lock_guard<std::mutex> g(mu_);
     closed_ = false;
-    cv_.notify_all();
+    start_read_ahead();
   }
 
   // This object's part of remote_stats (remote is set).
   [[nodiscard]] remote_stats stats() const {
     remote_stats r;
     r.remote = true;
-    if (transfers_) {
-      const transfer_stats t = transfers_();
-      r.requests = t.requests;
-      r.bytes_fetched = t.bytes;
-      r.retries = t.retries;
-      r.failures = t.failures;
-      r.short_bodies = t.short_bodies;
-      r.request_seconds = static_cast<double>(t.latency_us_sum) / 1e6;
-      r.latency_us = t.latency_us;
-    }
+    if (transfers_) copy_transfers(transfers_(), r);
     r.bytes_delivered = delivered_.load(std::memory_order_relaxed);
     r.unit_fetches = fetches_.load(std::memory_order_relaxed);
     r.unit_prefetches = prefetches_.load(std::memory_order_relaxed);
@@ -144,7 +133,8 @@ class unit_reads final : public io::byte_source {
   }
 
  protected:
-  io::read_attempt read_some(void* dst, std::size_t n, std::uint64_t offset) const noexcept override {
+  io::read_attempt read_some(void* dst, std::size_t n,
+                             std::uint64_t offset) const noexcept override {
     if (const std::size_t k = served_unit(offset); k < units_.size())
       return from_unit(k, static_cast<std::byte*>(dst), n, offset);
     iovec part{dst, n};
@@ -173,7 +163,8 @@ class unit_reads final : public io::byte_source {
     std::uint64_t fetched = 0;
   };
 
-  // The unit holding `offset` (units_.size() when none, or when units are not fetched whole).
+  // The first unit that ends after `offset`; the unit holding it (units_.size() when none, or
+  // when units are not fetched whole).
   [[nodiscard]] std::size_t first_after(std::uint64_t offset) const noexcept {
     return static_cast<std::size_t>(
         std::partition_point(extents_.begin(), extents_.end(),
@@ -210,9 +201,8 @@ class unit_reads final : public io::byte_source {
   }
 
   void waited(std::chrono::steady_clock::time_point t0) const noexcept {
-    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
-                        std::chrono::steady_clock::now() - t0)
-                        .count();
+    const auto took = std::chrono::steady_clock::now() - t0;
+    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(took).count();
     wait_us_.fetch_add(static_cast<std::uint64_t>(us > 0 ? us : 0), std::memory_order_relaxed);
   }
 
@@ -238,7 +228,7 @@ class unit_reads final : public io::byte_source {
     ++u.readers;
     g.unlock();
     const std::uint64_t within = offset - extents_[k].begin;
-    const std::size_t got = static_cast<std::size_t>(std::min<std::uint64_t>(n, length(k) - within));
+    const auto got = static_cast<std::size_t>(std::min<std::uint64_t>(n, length(k) - within));
     std::memcpy(dst, u.bytes.get() + within, got);
     delivered_.fetch_add(got, std::memory_order_relaxed);
     g.lock();
@@ -313,20 +303,30 @@ class unit_reads final : public io::byte_source {
     held_ -= length(k);
   }
 
-  // The read-ahead thread: fetches queued units that are still absent while they fit.
+  // Starts read-ahead threads (lock held) while queued units outnumber them, up to
+  // ahead_requests; each fetches queued units that are still absent, not fetched since they
+  // were queued and fit, and ends when the queue is empty (no idle threads per object).
+  void start_read_ahead() const noexcept {
+    while (!stop_ && !closed_ && ahead_threads_ < std::min(ahead_requests, queue_.size())) {
+      try {
+        std::thread([this] { read_ahead(); }).detach();
+        ++ahead_threads_;
+      } catch (...) {  // no thread: the reads fetch what the read-ahead does not
+        return;
+      }
+    }
+  }
   void read_ahead() const noexcept {
     std::unique_lock<std::mutex> g(mu_);
-    for (;;) {
-      cv_.wait(g, [&] { return stop_ || (!closed_ && !queue_.empty()); });
-      if (stop_) return;
-      const std::size_t k = queue_.front();
+    while (!stop_ && !closed_ && !queue_.empty()) {
+      const held_unit h = queue_.front();
       queue_.pop_front();
-      if (units_[k].state != unit::absent || held_ + length(k) > hold_) continue;
-      ahead_busy_ = true;
-      (void)fetch(k, g, true);
-      ahead_busy_ = false;
-      cv_.notify_all();
+      const unit& u = units_[h.k];
+      if (u.state == unit::absent && u.fetched == h.fetched && held_ + length(h.k) <= hold_)
+        (void)fetch(h.k, g, true);
     }
+    --ahead_threads_;
+    cv_.notify_all();  // under the lock: the destructor and close() wait for none running
   }
 
   io::owned_source inner_;
@@ -338,10 +338,10 @@ class unit_reads final : public io::byte_source {
   mutable std::condition_variable cv_;
   mutable std::vector<unit> units_;
   mutable std::deque<held_unit> order_;  // units in the order they were fetched
-  mutable std::deque<std::size_t> queue_;  // units to fetch ahead
+  mutable std::deque<held_unit> queue_;  // units to fetch ahead, as fetched when queued
   mutable std::uint64_t held_ = 0;
-  mutable bool stop_ = false, closed_ = false, ahead_busy_ = false;
-  mutable std::thread ahead_;
+  mutable bool stop_ = false, closed_ = false;
+  mutable std::size_t ahead_threads_ = 0;
   mutable std::atomic<std::uint64_t> delivered_{0}, fetches_{0}, prefetches_{0}, hits_{0},
       wait_us_{0};
   static inline thread_local const char* failed_api = "read";
