@@ -211,13 +211,14 @@ class hdf5_source {
   // window and look-ahead need (detail/unit_cache/automatic_budget.hpp); the budget never
   // shrinks, so loaders sharing the source get the largest. No effect with an explicit
   // decode_cache_bytes.
-  // In shuffled order (random_records) remote units are not fetched whole: each record is one
-  // ranged GET (remote_units.hpp).
+  // Remote units are read as the plan's order says (remote_units.hpp's unit_mode_of: in
+  // shuffled order each record is one ranged GET).
   void plan_reads(const read_plan& p) const {
     const auto& st = state();
-    st.whole_remote_units.store(!p.random_records, std::memory_order_relaxed);
+    const auto mode = detail::hdf5::unit_mode_of(p);
+    st.unit_mode.store(mode, std::memory_order_relaxed);
     for (std::size_t k = 0; k < st.shard_count(); ++k)
-      if (const auto* z = st.space.if_open(k)) detail::hdf5::whole_units(*z, !p.random_records);
+      if (const auto* z = st.space.if_open(k)) detail::hdf5::set_unit_mode(*z, mode);
     if (!state().explicit_budget)
       state_->cache->raise_budget(detail::unit_cache::automatic_cache_budget(state_->units, p));
   }

@@ -3,7 +3,8 @@
 // the units and in shuffled mode go through as they are; read-ahead fetches queued units), then
 // hdf5_source over nginx on the loopback interface in block_shuffled order: every record once per
 // epoch with the local shards' bytes, and at most 1.05x the dataset's bytes fetched per epoch, for
-// contiguous uncompressed shards (one request per unit) and chunked deflated ones. Shuffled order
+// contiguous uncompressed shards (one request per unit) and chunked deflated ones; sequential
+// order reads units ahead, each fetched once. Shuffled order
 // on a remote source gets the notice that names its requests per epoch; local sources report no
 // remote block. Skips the nginx cases when nginx is not installed.
 #include <doctest/doctest.h>
@@ -152,7 +153,7 @@ TEST_CASE("unit_reads: a unit fetched once with one read, let go when spent, fet
   CHECK(m.read_ok(0, 1000));  // outside the units: read as asked
   CHECK(m.read_ok(9000, 1000));
   CHECK(m.inner->reads.load() == base + 5);
-  m.units->whole_units(false);  // shuffled order: each read alone
+  m.units->mode(remote::unit_mode::each_read);  // shuffled order: each read alone
   CHECK(m.read_ok(6000, 10));
   CHECK(m.read_ok(6010, 10));
   CHECK(m.inner->reads.load() == base + 7);
@@ -203,6 +204,17 @@ TEST_CASE("block_shuffled over URL shards: each unit fetched once per epoch, <= 
       CHECK(r.failures == 0);
       CHECK(s.order_units == 11);
     }
+  }
+  SUBCASE("sequential order: units read ahead as reads enter them in turn, each once") {
+    const hdf5_source src(std::vector<std::string>{nginx.url("c0.h5"), nginx.url("c1.h5")});
+    const hdf5_source local(std::vector<fs::path>{root / "c0.h5", root / "c1.h5"});
+    const loader_stats s = one_epoch(src, local, sample_order::sequential, 1);
+    REQUIRE(s.remote);
+    MESSAGE("sequential: " << to_text(*s.remote));
+    CHECK(s.remote->unit_fetches == 11);
+    CHECK(s.remote->unit_prefetches > 0);
+    CHECK(static_cast<double>(s.remote->bytes_fetched) <=
+          1.05 * static_cast<double>(local.size() * row));
   }
   SUBCASE("chunked, deflated: each chunk fetched once per epoch") {
     const hdf5_source src(nginx.url("z0.h5"));

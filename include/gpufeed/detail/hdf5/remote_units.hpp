@@ -19,6 +19,7 @@
 
 #include "gpufeed/detail/hdf5/shard.hpp"
 #include "gpufeed/detail/remote/unit_reads.hpp"
+#include "gpufeed/source.hpp"
 
 namespace gpufeed::detail::hdf5 {
 
@@ -74,10 +75,16 @@ inline void fetch_in_units(shard_index& s) {
   s.remote_band = band;
 }
 
-// Whether shard s's remote units are fetched whole (false: each read on its own, for shuffled
-// order). Nothing for shards not read in units.
-inline void whole_units(const shard_index& s, bool on) noexcept {
-  if (const auto* r = s.file.as<remote::unit_reads>()) r->whole_units(on);
+// How shard s's remote units are read (unit_mode); nothing for shards not read in units.
+inline void set_unit_mode(const shard_index& s, remote::unit_mode m) noexcept {
+  if (const auto* r = s.file.as<remote::unit_reads>()) r->mode(m);
+}
+
+// The unit_mode of a loader's plan: each_read in shuffled order, windows in block_shuffled,
+// sequential otherwise.
+inline remote::unit_mode unit_mode_of(const read_plan& p) noexcept {
+  if (p.random_records) return remote::unit_mode::each_read;
+  return p.window_records ? remote::unit_mode::windows : remote::unit_mode::sequential;
 }
 
 // Shard s's part of remote_stats (remote false for a local shard).

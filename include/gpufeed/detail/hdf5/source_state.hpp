@@ -73,8 +73,8 @@ struct source_state {
   // Each shard as errors and descriptions name it: its path, or its URL redacted (a presigned
   // query or userinfo is needed to open it, never shown).
   std::vector<std::filesystem::path> shown;
-  // Remote units are fetched whole (remote_units.hpp; false: a loader reads in shuffled order).
-  mutable std::atomic<bool> whole_remote_units{true};
+  // How remote units are read (remote_units.hpp), as the last loader's plan said.
+  mutable std::atomic<remote::unit_mode> unit_mode{remote::unit_mode::windows};
 
   [[nodiscard]] std::uint64_t size() const noexcept { return space.size(); }
   [[nodiscard]] std::size_t shard_count() const noexcept { return space.shard_count(); }
@@ -114,7 +114,7 @@ struct source_state {
           if (k > 0) check_matches(opened, shard(0));
           check_expected(opened, sl.expected);
           opened.description.first_record = first(k);
-          whole_units(opened, whole_remote_units.load(std::memory_order_relaxed));
+          set_unit_mode(opened, unit_mode.load(std::memory_order_relaxed));
         });
   }
 

@@ -8,12 +8,11 @@
 // reads every record of a unit within one window: one request per unit per epoch.
 //
 // Contract:
-//  - set_units(units): sorted, disjoint extents; reads inside one are served from it, every other
-//    read (HDF5 metadata, labels) goes to the inner source as it is. A unit's `need` is the bytes
-//    of it reads will take (a chunked shard's units may hold gaps between chunks). Called once,
-//    before reads begin (open_shard).
-//  - whole_units(false) (a loader in shuffled order, which reads each record alone): reads go to
-//    the inner source as they are; fetching a unit for one record would fetch it per record.
+//  - set_units(units), once before reads begin: sorted, disjoint extents; a read inside one is
+//    served from it, others (HDF5 metadata, labels) go to the inner source as they are. A unit's
+//    `need` is the bytes of it reads will take (a chunked shard's units may hold gaps).
+//  - mode(m) (unit_extent.hpp's unit_mode, from the loader's order): each_read sends reads to the
+//    inner source as they are (shuffled); sequential also reads ahead of units entered in turn.
 //  - A unit is let go once the bytes delivered from it reach its need (each record or chunk of it
 //    read once); the next epoch fetches it again. Bytes held are bounded (hold_bytes): a fetch
 //    past it lets go of the oldest units no read is copying from, spent or not.
@@ -49,25 +48,9 @@
 
 #include "gpufeed/detail/io/byte_source.hpp"
 #include "gpufeed/detail/remote/transfer_stats.hpp"
+#include "gpufeed/detail/remote/unit_extent.hpp"
 
 namespace gpufeed::detail::remote {
-
-// A remote unit: 4 MiB. An object store's first byte costs tens of milliseconds, so a request
-// must move MiBs to spend most of its time moving bytes (AWS names 8 or 16 MB as typical ranged
-// GETs); larger units coarsen block_shuffled's order: its default 128 MiB window shuffles 32
-// units of 4 MiB together, 8 of 16 MiB.
-inline constexpr std::uint64_t fetch_unit_bytes = std::uint64_t{4} << 20;
-// Bytes one object's units may hold: two windows (the one being read and the one read ahead) of
-// the default 128 MiB, with room for the look-ahead; spent units leave long before.
-inline constexpr std::size_t unit_hold_bytes = std::size_t{512} << 20;
-// Read-ahead requests in flight per object: an object store serves each connection at a bounded
-// rate, so a window is fetched ahead over several at once.
-inline constexpr std::size_t ahead_requests = 4;
-
-// Bytes [begin, end) of a source fetched as one unit, of which `need` will be read.
-struct unit_extent {
-  std::uint64_t begin = 0, end = 0, need = 0;
-};
 
 class unit_reads final : public io::byte_source {
  public:
@@ -88,13 +71,15 @@ class unit_reads final : public io::byte_source {
     extents_ = std::move(units);
     units_ = std::vector<unit>(extents_.size());
   }
-  void whole_units(bool on) const noexcept { whole_.store(on, std::memory_order_relaxed); }
+  void mode(unit_mode m) const noexcept { mode_.store(m, std::memory_order_relaxed); }
 
   [[nodiscard]] std::uint64_t size() const noexcept override { return inner_.size(); }
   [[nodiscard]] const std::string& name() const noexcept override { return inner_.name(); }
 
   void will_need(std::uint64_t offset, std::uint64_t bytes) const noexcept override {
-    if (units_.empty() || !whole_.load(std::memory_order_relaxed) || bytes == 0) return;
+    if (units_.empty() || mode_.load(std::memory_order_relaxed) == unit_mode::each_read ||
+        bytes == 0)
+      return;
     try {
       std::lock_guard<std::mutex> g(mu_);
       if (stop_) return;
@@ -176,7 +161,8 @@ class unit_reads final : public io::byte_source {
     return k < units_.size() && extents_[k].begin <= offset ? k : units_.size();
   }
   [[nodiscard]] std::size_t served_unit(std::uint64_t offset) const noexcept {
-    if (units_.empty() || !whole_.load(std::memory_order_relaxed)) return units_.size();
+    if (units_.empty() || mode_.load(std::memory_order_relaxed) == unit_mode::each_read)
+      return units_.size();
     return unit_of(offset);
   }
   [[nodiscard]] std::uint64_t length(std::size_t k) const noexcept {
@@ -212,6 +198,10 @@ class unit_reads final : public io::byte_source {
                              std::uint64_t offset) const noexcept {
     unit& u = units_[k];
     std::unique_lock<std::mutex> g(mu_);
+    if (k != entered_ && mode_.load(std::memory_order_relaxed) == unit_mode::sequential) {
+      if (k == entered_ + 1) queue_after(k);
+      entered_ = k;
+    }
     if (u.state != unit::ready) {
       const auto t0 = std::chrono::steady_clock::now();
       while (u.state == unit::fetching) cv_.wait(g);
@@ -303,9 +293,9 @@ class unit_reads final : public io::byte_source {
     held_ -= length(k);
   }
 
-  // Starts read-ahead threads (lock held) while queued units outnumber them, up to
-  // ahead_requests; each fetches queued units that are still absent, not fetched since they
-  // were queued and fit, and ends when the queue is empty (no idle threads per object).
+  // Starts read-ahead threads (lock held), up to ahead_requests and the units queued; each
+  // fetches queued units still absent, not fetched since queued and that fit, and ends when the
+  // queue is empty (no idle threads per object).
   void start_read_ahead() const noexcept {
     while (!stop_ && !closed_ && ahead_threads_ < std::min(ahead_requests, queue_.size())) {
       try {
@@ -315,6 +305,15 @@ class unit_reads final : public io::byte_source {
         return;
       }
     }
+  }
+  // Queues the ahead_requests units after k (lock held) and starts read-ahead for them.
+  void queue_after(std::size_t k) const noexcept {
+    try {
+      for (std::size_t j = k + 1; j < units_.size() && j <= k + ahead_requests; ++j)
+        if (units_[j].state == unit::absent) queue_.push_back({j, units_[j].fetched});
+    } catch (...) {  // no memory: no read-ahead
+    }
+    start_read_ahead();
   }
   void read_ahead() const noexcept {
     std::unique_lock<std::mutex> g(mu_);
@@ -333,7 +332,7 @@ class unit_reads final : public io::byte_source {
   std::function<transfer_stats()> transfers_;
   std::size_t hold_;
   std::vector<unit_extent> extents_;
-  mutable std::atomic<bool> whole_{true};
+  mutable std::atomic<unit_mode> mode_{unit_mode::windows};
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   mutable std::vector<unit> units_;
@@ -342,6 +341,7 @@ class unit_reads final : public io::byte_source {
   mutable std::uint64_t held_ = 0;
   mutable bool stop_ = false, closed_ = false;
   mutable std::size_t ahead_threads_ = 0;
+  mutable std::size_t entered_ = ~std::size_t{0};  // the unit a read entered last (sequential)
   mutable std::atomic<std::uint64_t> delivered_{0}, fetches_{0}, prefetches_{0}, hits_{0},
       wait_us_{0};
   static inline thread_local const char* failed_api = "read";
