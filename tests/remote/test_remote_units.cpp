@@ -185,6 +185,14 @@ TEST_CASE("block_shuffled over URL shards: each unit fetched once per epoch, <= 
   write_shard(root / "c0.h5", 6144, false, 1);
   write_shard(root / "c1.h5", 5000, false, 2);
   write_shard(root / "z0.h5", 3000, true, 3);
+  {  // bands of 12 MiB: six deflated 2 MiB chunks side by side
+    h5_file f(root / "z1.h5");
+    dataset_spec d;
+    d.dims = {2048, 12288};
+    d.chunk = {1024, 2048};
+    d.deflate = 1;
+    f.add(d, gpufeed::test::pattern<std::uint8_t>(2048 * 12288, 6));
+  }
   nginx_server nginx(root.path());
   if (!nginx.running()) GPUFEED_SKIP_TEST(nginx.why_not());
   watchdog dog(240s, "remote units");
@@ -232,6 +240,32 @@ TEST_CASE("block_shuffled over URL shards: each unit fetched once per epoch, <= 
       REQUIRE(s.decode);
       CHECK(s.decode->chunks_decoded == (3000 + 31) / 32);
     }
+  }
+  SUBCASE("a band larger than two units: fetched in several requests, each once per epoch") {
+    const hdf5_source src(nginx.url("z1.h5"));
+    const hdf5_source local(root / "z1.h5");
+    loader_config c;
+    c.epochs = 1;
+    c.batch_size = 16;
+    c.workers = 3;
+    c.order = sample_order::block_shuffled;
+    loader<hdf5_source> l(src, c);
+    std::uint64_t records = 0, wrong = 0;
+    std::vector<std::byte> want(12288);
+    while (auto b = l.next()) {
+      for (std::size_t k = 0; k < b->size(); ++k, ++records) {
+        local.read(b->indices()[k], want);
+        if (!std::equal(want.begin(), want.end(), b->record(k).begin())) ++wrong;
+      }
+    }
+    CHECK(records == 2048);
+    CHECK(wrong == 0);
+    const loader_stats s = l.stats();
+    REQUIRE(s.remote);
+    MESSAGE("12 MiB bands: " << to_text(*s.remote));
+    CHECK(s.remote->unit_fetches == 4);  // each band: 4 chunks (8 MiB), then 2
+    CHECK(static_cast<double>(s.remote->bytes_fetched) <=
+          1.05 * static_cast<double>(fs::file_size(root / "z1.h5")));
   }
   SUBCASE("shuffled order: a notice with the requests per epoch; each record read alone") {
     const hdf5_source src(nginx.url("c1.h5"));

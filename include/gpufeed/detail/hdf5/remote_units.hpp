@@ -5,10 +5,11 @@
 // per unit per epoch, read ahead of the window by will_need.
 //   contiguous  whole rows (fixed layout) or bytes (blob) of about a unit each;
 //   chunked     whole bands of chunks (one chunk index along dimension 0), as many as make about
-//               a unit of stored bytes; a unit spans its bands' chunks in the file. Shards whose
-//               chunks do not lie in band order with little between them (more than a quarter
-//               of a unit's span not its chunks) keep one request per chunk: the decoded-chunk
-//               cache still reads each chunk once per epoch in block_shuffled.
+//               a unit of stored bytes (a band of more than two units in several requests); a
+//               unit spans its chunks in the file. Shards whose chunks do not lie in band order
+//               with little between them (more than a quarter of a unit's span not its chunks)
+//               keep one request per chunk: the decoded-chunk cache still reads each chunk once
+//               per epoch in block_shuffled.
 #pragma once
 
 #include <algorithm>
@@ -23,25 +24,32 @@
 
 namespace gpufeed::detail::hdf5 {
 
-// The units of chunked shard s: bands_per_unit bands each; empty when its chunks do not lie
-// in band order or leave more than a quarter of a unit's span to other bytes.
+// The units of chunked shard s: per_unit bands each (a decode unit), cut where a unit's chunks
+// reach two fetch_unit_bytes (a larger band is fetched in several requests, all read in its
+// window); empty when its chunks do not lie in band order or leave more than a quarter of a
+// unit's span to other bytes.
 inline std::vector<remote::unit_extent> chunk_units(const shard_index& s, std::uint64_t per_unit) {
   const std::uint64_t slab = s.grid.chunk_count / s.grid.grid[0];
   std::vector<remote::unit_extent> units;
-  for (std::uint64_t k0 = 0; k0 < s.grid.chunk_count; k0 += per_unit * slab) {
-    remote::unit_extent u{~std::uint64_t{0}, 0, 0};
-    for (std::uint64_t k = k0; k < std::min(s.grid.chunk_count, k0 + per_unit * slab); ++k) {
-      const chunk_entry& c = s.chunks[static_cast<std::size_t>(k)];
-      if (c.size == 0) continue;
-      u.begin = std::min(u.begin, c.address);
-      u.end = std::max(u.end, c.address + c.size);
-      u.need += c.size;
-    }
-    if (u.need == 0) continue;
-    if (4 * (u.end - u.begin - u.need) > u.end - u.begin) return {};
-    if (!units.empty() && units.back().end > u.begin) return {};
+  remote::unit_extent u{~std::uint64_t{0}, 0, 0};
+  const auto close = [&] {
+    if (u.need == 0) return true;
+    if (4 * (u.end - u.begin - u.need) > u.end - u.begin) return false;
+    if (!units.empty() && units.back().end > u.begin) return false;
     units.push_back(u);
+    u = remote::unit_extent{~std::uint64_t{0}, 0, 0};
+    return true;
+  };
+  for (std::uint64_t k = 0; k < s.grid.chunk_count; ++k) {
+    if (k % (per_unit * slab) == 0 && !close()) return {};
+    const chunk_entry& c = s.chunks[static_cast<std::size_t>(k)];
+    if (c.size == 0) continue;
+    u.begin = std::min(u.begin, c.address);
+    u.end = std::max(u.end, c.address + c.size);
+    u.need += c.size;
+    if (u.need >= 2 * remote::fetch_unit_bytes && !close()) return {};
   }
+  if (!close()) return {};
   return units;
 }
 
