@@ -293,3 +293,27 @@ TEST_CASE("a local source reports no remote block") {
   const loader_stats s = one_epoch(local, local, sample_order::block_shuffled, 1);
   CHECK_FALSE(s.remote);
 }
+
+TEST_CASE("remote units through a store that answers 503 SlowDown now and then: retried, counted") {
+  temp_dir root{"h5slow"};
+  write_shard(root / "c.h5", 3000, false, 7);
+  const gpufeed::test::fault_server store(
+      root.path(), {"--fault", "slowdown", "--rate", "0.3", "--seed", "2", "--skip", "2"});
+  if (!store.running()) GPUFEED_SKIP_TEST(store.why_not());
+  watchdog dog(120s, "remote units, slowdowns");
+  const hdf5_source src(store.url("c.h5"));
+  const hdf5_source local(root / "c.h5");
+  const loader_stats s = one_epoch(src, local, sample_order::block_shuffled, 9);
+  REQUIRE(s.remote);
+  MESSAGE(to_text(*s.remote));
+  CHECK(s.remote->failures == 0);
+  CHECK(s.remote->unit_fetches == 3);
+  CHECK(s.remote->requests == s.remote->unit_fetches + s.remote->retries);
+  CHECK(s.remote->bytes_fetched == 3000 * row);
+  // Seed 2 draws faults for requests 3 and 4 and none of the next seven (fewer than eleven
+  // requests in all): the open's two requests let through, two 503s answered and tried again.
+  CHECK(src.remote_stats().retries == 2);
+  const std::string text = to_text(*s.remote);
+  CHECK(text.find("127.0.0.1") == std::string::npos);
+  CHECK(text.find("c.h5") == std::string::npos);
+}
