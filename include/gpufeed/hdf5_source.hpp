@@ -105,13 +105,14 @@
 #include "gpufeed/detail/unit_cache/automatic_budget.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/hdf5_options.hpp"
+#include "gpufeed/remote_stats.hpp"
 #include "gpufeed/source.hpp"
 
 namespace gpufeed {
 
 // Models gpufeed::source, labeled_source, fixed_size_aware_source, reader_source,
 // decode_unit_source, read_planning_source, read_ahead_source, decode_stats_source,
-// file_naming_source and record_naming_source. Move-only. Readers share the source's state (open
+// remote_stats_source, file_naming_source and record_naming_source. Move-only. Readers share the source's state (open
 // shards, the decoded-chunk cache): a reader stays valid when its source is moved or destroyed.
 class hdf5_source {
  public:
@@ -210,7 +211,14 @@ class hdf5_source {
   // window and look-ahead need (detail/unit_cache/automatic_budget.hpp); the budget never
   // shrinks, so loaders sharing the source get the largest. No effect with an explicit
   // decode_cache_bytes.
+  // Remote units are read as the plan's order says (remote_units.hpp's unit_mode_of: in
+  // shuffled order each record is one ranged GET).
   void plan_reads(const read_plan& p) const {
+    const auto& st = state();
+    const auto mode = detail::hdf5::unit_mode_of(p);
+    st.unit_mode.store(mode, std::memory_order_relaxed);
+    for (std::size_t k = 0; k < st.shard_count(); ++k)
+      if (const auto* z = st.space.if_open(k)) detail::hdf5::set_unit_mode(*z, mode);
     if (!state().explicit_budget)
       state_->cache->raise_budget(detail::unit_cache::automatic_cache_budget(state_->units, p));
   }
@@ -231,6 +239,16 @@ class hdf5_source {
 
   // Models decode_stats_source: counters since the source was opened, over all its readers.
   [[nodiscard]] ::gpufeed::decode_stats decode_stats() const { return state().cache->stats(); }
+
+  // Models remote_stats_source: the requests of its shards named by URLs since they were opened,
+  // over the shards opened now (remote false, all zero, when every shard is local).
+  [[nodiscard]] ::gpufeed::remote_stats remote_stats() const {
+    ::gpufeed::remote_stats r;
+    const auto& st = state();
+    for (std::size_t k = 0; k < st.shard_count(); ++k)
+      if (const auto* z = st.space.if_open(k)) detail::hdf5::add_to(r, detail::hdf5::remote_stats_of(*z));
+    return r;
+  }
 
   // Frees the decoded chunks no reader is using (the budget is kept).
   void drop_decoded_chunks() const noexcept {

@@ -93,6 +93,9 @@ struct read_plan {
   // The loader's idle workers decode the next window's units ahead of its reads (readers with
   // decode_ahead, block_shuffled order): room for a second window.
   bool decode_ahead = false;
+  // Records are read in full random order (sample_order::shuffled): a source that fetches more
+  // than a record for one read (hdf5_source's remote units) reads each record alone instead.
+  bool random_records = false;
 };
 
 template <class S>

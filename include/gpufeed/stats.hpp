@@ -15,6 +15,7 @@
 #include "gpufeed/batch.hpp"
 #include "gpufeed/decode_stats.hpp"
 #include "gpufeed/numa.hpp"
+#include "gpufeed/remote_stats.hpp"
 #include "gpufeed/target.hpp"
 
 namespace gpufeed {
@@ -77,6 +78,9 @@ struct loader_stats {
   // decode_stats_source, e.g. hdf5_source; nullopt for the others). A source shared by several
   // loaders counts all their reads; peak and budget are the source's.
   std::optional<decode_stats> decode;
+  // The source's remote requests over this loader's life (remote_stats_source with a shard named
+  // by a URL; nullopt for local sources). Counts and times only, never a URL or credential.
+  std::optional<remote_stats> remote;
   numa_stats numa;                     // where the slots and threads were placed, and checked
 
   [[nodiscard]] double records_per_second() const noexcept {

@@ -10,6 +10,8 @@
 //   h2d       the consumer waited, and the copy engine was busy most of the time (copy time per
 //             stream close to the elapsed time) while workers had slack — or copies ran >= 90 %
 //             of the time, when the link is the ceiling whatever the workers do.
+//   remote    the consumer waited, workers were busy, and most of their read time was spent
+//             waiting on HTTP requests of shards named by URLs (loader_stats::remote).
 //   storage   the consumer waited, workers were busy, but mostly blocked in I/O: their reads took
 //             far more wall time than CPU time (data not in the page cache, slow disk). In full
 //             random order with small records this is random reads: the locality-aware order
@@ -44,11 +46,12 @@
 #include <vector>
 
 #include "gpufeed/detail/verdict/explain.hpp"
+#include "gpufeed/detail/verdict/remote.hpp"
 #include "gpufeed/stats.hpp"
 
 namespace gpufeed {
 
-enum class bottleneck { consumer, h2d, storage, decode, read, pipeline, gpu_decode, unknown };
+enum class bottleneck { consumer, h2d, storage, decode, read, pipeline, gpu_decode, remote, unknown };
 
 inline const char* to_string(bottleneck b) noexcept {
   switch (b) {
@@ -59,6 +62,7 @@ inline const char* to_string(bottleneck b) noexcept {
     case bottleneck::read: return "read";
     case bottleneck::pipeline: return "pipeline";
     case bottleneck::gpu_decode: return "gpu_decode";
+    case bottleneck::remote: return "remote";
     case bottleneck::unknown: break;
   }
   return "unknown";
@@ -172,6 +176,7 @@ inline verdict diagnose(const loader_stats& s, unsigned cores = 0) {
       v.evidence.push_back(fmt("GPU decode and gather busy %.1f %% of the time", 100 * gpu_busy));
   }
 
+  if (s.remote) v.evidence.push_back(detail::remote_evidence(s));
   const double per_record = detail::worker_seconds_per_record(s);
   if (per_record > 0)
     v.evidence.push_back(fmt("worker time per record: %.2f us (%.0f records/s per worker)",
@@ -259,7 +264,12 @@ inline verdict diagnose(const loader_stats& s, unsigned cores = 0) {
     };
     // Reads from the page cache are memcpy: nearly all CPU. Reads that wait on a device are
     // mostly I/O wait. Time spent waiting for a core counts as neither.
-    if (io_share > 0.5) {
+    if (const detail::explanation remote_io = detail::explain_remote(s, workers);
+        !remote_io.sentence.empty()) {
+      v.stage = bottleneck::remote;
+      v.summary = remote_io.sentence;
+      v.suggestion = remote_io.suggestion;
+    } else if (io_share > 0.5) {
       v.stage = bottleneck::storage;
       const double rate = static_cast<double>(s.bytes) / elapsed / 1e9;
       v.summary = fmt("Storage bounds throughput: workers spend most of each read waiting for "

@@ -314,3 +314,44 @@ TEST_CASE("decoding on the GPU: its kernels busy name gpu_decode; busy workers n
   CHECK(v.summary.find("compressed bytes for the GPU") != std::string::npos);
   CHECK(v.suggestion.find("raise workers") != std::string::npos);
 }
+
+TEST_CASE("remote I/O: workers waiting on HTTP requests are named, with the requests' figures") {
+  loader_stats s = recorded(14, 0.95, 0.1, 0.9);  // busy workers, most of each read waiting
+  s.order = "shuffled";
+  remote_stats r;
+  r.remote = true;
+  r.requests = 512'000;
+  r.bytes_fetched = s.bytes;
+  r.bytes_delivered = s.bytes;
+  r.latency_us[14] = 500'000;  // [16, 32) ms
+  r.latency_us[17] = 12'000;   // [131, 262) ms
+  r.read_wait_seconds = 0.8 * s.read_seconds();
+  s.remote = r;
+  const verdict v = diagnose(s, 16);
+  MESSAGE(v.report());
+  CHECK(v.stage == bottleneck::remote);
+  CHECK(std::string(to_string(v.stage)) == "remote");
+  CHECK(has(v.summary, "waiting on HTTP requests"));
+  CHECK(has(v.summary, "80 %"));
+  CHECK(has(v.summary, "p50 32.8 ms"));
+  CHECK(has(v.summary, "p99 262.1 ms"));
+  CHECK(has(v.suggestion, "sample_order::block_shuffled"));
+  CHECK(has(v.suggestion, "raise workers"));
+  CHECK(has(v.suggestion, "node-local disk"));
+  CHECK(has(v.report(), "remote: 512000 requests"));
+  for (const double p : percentages(v.report())) CHECK(p <= 100.0);
+
+  // In block_shuffled already: the order is not advised again.
+  s.order = "block_shuffled";
+  const verdict b = diagnose(s, 16);
+  CHECK(b.stage == bottleneck::remote);
+  CHECK(!has(b.suggestion, "block_shuffled"));
+
+  // Requests that are a small part of the reads: storage or CPU stages as before.
+  s.remote->read_wait_seconds = 0.1 * s.read_seconds();
+  CHECK(diagnose(s, 16).stage == bottleneck::storage);
+  // A local source (no remote block): never named.
+  s.remote.reset();
+  CHECK(diagnose(s, 16).stage == bottleneck::storage);
+  CHECK(!has(diagnose(s, 16).report(), "remote:"));
+}

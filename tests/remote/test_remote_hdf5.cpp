@@ -4,7 +4,8 @@
 // by a header read over HTTP; a shard of 2500 chunks opened in few requests), the loader in
 // sequential, shuffled and block_shuffled order delivering each record once with its bytes, a
 // 404 an io_error naming the URL, reads = map refused, an object replaced after open an error on
-// read (never other bytes), and a shard replaced while closed by max_open_shards refused on
+// the read that fetches from it (a unit held from before serves the version opened: never other
+// bytes), and a shard replaced while closed by max_open_shards refused on
 // reopen; labels read over HTTP, a shard needing the H5Dread fallback refused. s3:// URLs at a
 // custom endpoint, path style: nginx (unsigned without credentials; signed with them, the signed
 // headers checked here) and fault_server.py --sigv4, which checks every signature as S3 does.
@@ -244,9 +245,12 @@ TEST_CASE("an object replaced on the server after open fails its reads, never ot
   for (const char* name : {"c.h5", "z.h5"}) {
     CAPTURE(name);
     const hdf5_source remote(s.nginx.url(name));
+    // Records come from remote units fetched whole and held while they are read: `held` reads
+    // one before the replacement, so its unit (the version opened) serves the later read too.
+    const hdf5_source held(s.nginx.url(name));
     const hdf5_source local(s.root / name);
-    const auto before = record_of(local, 7);
-    CHECK(record_of(remote, 7) == before);
+    CHECK(record_of(held, 7) == record_of(local, 7));
+    const auto original = record_of(local, 150);
     // Same size, other bytes, a later modification time (nginx's ETag is time and size).
     const fs::path p = s.root / name;
     const auto when = fs::last_write_time(p);
@@ -262,6 +266,7 @@ TEST_CASE("an object replaced on the server after open fails its reads, never ot
     CHECK(has(e.what(), s.nginx.url(name)));
     CHECK(e.record() == std::optional<std::uint64_t>(150));
     CHECK(has(e.what(), "changed"));
+    CHECK(record_of(held, 150) == original);  // the version opened, never other bytes
   }
 }
 

@@ -6,6 +6,8 @@
 //                   shard's key base (shard k << shard_key_bits, source_state.hpp) plus the
 //                   band's index in the shard (the record's first element along dimension 0,
 //                   row for fixed or byte for blob, over the chunk's extent there).
+//                   A contiguous shard named by a URL has bands too: the records of one remote
+//                   unit (shard_index::remote_band), fetched together (remote_units.hpp).
 //   top bit clear   the record decodes alone (uncompressed shard, or a shard that cannot be
 //                   opened): the unit is the record's own index.
 #pragma once
@@ -42,6 +44,8 @@ inline std::uint64_t decode_unit_of(const source_state& st, std::uint64_t i) {
     }
   }
   const auto& s = *opened;
+  if (s.remote_band)
+    return band_unit_bit | (st.key_base[k] + (s.blob ? s.offsets[local] : local) / s.remote_band);
   if (s.kind != read_kind::chunked || s.pipeline.empty()) return i;
   // The band holding the record's first element: its row (fixed) or byte (blob) along
   // dimension 0 over the chunk's extent there.

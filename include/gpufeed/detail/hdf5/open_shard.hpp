@@ -28,6 +28,7 @@
 #include "gpufeed/detail/hdf5/index_driver.hpp"
 #include "gpufeed/detail/hdf5/layout_precheck.hpp"
 #include "gpufeed/detail/hdf5/library.hpp"
+#include "gpufeed/detail/hdf5/remote_units.hpp"
 #include "gpufeed/detail/hdf5/shard.hpp"
 #include "gpufeed/detail/hdf5/url_reader.hpp"
 #include "gpufeed/detail/io/block_cache.hpp"
@@ -300,10 +301,15 @@ inline bool reads_mapped(const hdf5_options& req, const shard_index& s) noexcept
 
 // Opens and indexes one shard, read with pread (io::posix_file) or through a memory map of the
 // same descriptor (io::mapped_file) as reads_mapped() says; a shard named by a URL through its
-// HTTP(S) reader (url_reader.hpp: ranged GETs, never mapped). Errors as above and
+// HTTP(S) reader (url_reader.hpp: ranged GETs, never mapped), its contiguous data in remote
+// units (remote_units.hpp). Errors as above and
 // open_url_reader's; io_error when the map cannot be made.
 inline shard_index open_shard(const std::filesystem::path& p, const hdf5_options& req) {
-  if (is_shard_url(p)) return open_shard(p, req, open_url_reader(p.native(), req), true);
+  if (is_shard_url(p)) {
+    shard_index s = open_shard(p, req, open_url_reader(p.native(), req), true);
+    fetch_in_units(s);
+    return s;
+  }
   shard_index s = open_shard(p, req, io::owned_source(std::make_unique<io::posix_file>(p)));
   if (reads_mapped(req, s)) {
     std::unique_ptr<io::posix_file> f = s.file.take<io::posix_file>();

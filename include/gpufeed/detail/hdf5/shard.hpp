@@ -60,6 +60,9 @@ struct shard_index {
   std::vector<filter_step> pipeline;    // chunked: filters in the order they were applied
   std::uint64_t chunks_per_record = 0;  // chunked: the most chunks one record touches
   row_plan rows;                        // chunked, fixed layout: every row's chunks and runs
+  // A shard named by a URL whose data is fetched in remote units (remote_units.hpp): a unit's
+  // extent along dimension 0 (rows for fixed, bytes for blob); 0 when reads are not in units.
+  std::uint64_t remote_band = 0;
   // Fallback only (closed after indexing otherwise). Mutable: a failed H5Dread closes and
   // reopens them (see fallback_read), under the library mutex.
   mutable handle h5file, dataset;

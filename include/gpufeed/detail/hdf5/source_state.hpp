@@ -17,6 +17,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -52,6 +53,7 @@ using shard_slot = shard_space::slot;
 // records decode alone (not chunked and compressed), chunk rows along dimension 0 for the fixed
 // layout, nullopt for compressed blob shards (a record's band follows from its byte offset).
 inline std::optional<std::uint64_t> band_rows_of(const shard_index& s) {
+  if (s.remote_band) return s.blob ? std::nullopt : std::optional<std::uint64_t>(s.remote_band);
   if (s.kind != read_kind::chunked || s.pipeline.empty()) return 0;
   if (s.blob) return std::nullopt;
   return s.grid.chunk[0];
@@ -71,6 +73,8 @@ struct source_state {
   // Each shard as errors and descriptions name it: its path, or its URL redacted (a presigned
   // query or userinfo is needed to open it, never shown).
   std::vector<std::filesystem::path> shown;
+  // How remote units are read (remote_units.hpp), as the last loader's plan said.
+  mutable std::atomic<remote::unit_mode> unit_mode{remote::unit_mode::windows};
 
   [[nodiscard]] std::uint64_t size() const noexcept { return space.size(); }
   [[nodiscard]] std::size_t shard_count() const noexcept { return space.shard_count(); }
@@ -110,6 +114,7 @@ struct source_state {
           if (k > 0) check_matches(opened, shard(0));
           check_expected(opened, sl.expected);
           opened.description.first_record = first(k);
+          set_unit_mode(opened, unit_mode.load(std::memory_order_relaxed));
         });
   }
 

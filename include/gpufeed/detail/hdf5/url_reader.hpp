@@ -13,6 +13,7 @@
 
 #include "gpufeed/detail/io/byte_source.hpp"
 #include "gpufeed/detail/remote/s3_url.hpp"
+#include "gpufeed/detail/remote/unit_reads.hpp"
 #include "gpufeed/detail/remote/url.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/hdf5_options.hpp"
@@ -27,7 +28,8 @@ namespace gpufeed::detail::hdf5 {
   return remote::is_remote_url(p.native());
 }
 
-// The shard at url's bytes (an http_file: ranged GETs, s3:// signed). config_error when the URL
+// The shard at url's bytes (an http_file: ranged GETs, s3:// signed), behind a
+// remote::unit_reads that serves reads as they are until open_shard gives it units. config_error when the URL
 // or an S3 setting is malformed, when hdf5_options::reads asks for a memory map (a URL has none:
 // its reads are ranged GETs, pread-style), or when the remote component is not linked; io_error
 // naming the URL (redacted) when the object cannot be opened (404, 403, no ranges, no server).
@@ -38,7 +40,10 @@ namespace gpufeed::detail::hdf5 {
                        "are ranged requests; use automatic or pread)",
                        file_context(remote::redact_url(url)));
 #ifdef GPUFEED_HAS_REMOTE
-  return io::owned_source(remote::open_remote_object(url));
+  std::unique_ptr<remote::http_file> f = remote::open_remote_object(url);
+  const remote::http_file* object = f.get();  // owned by the unit_reads returned
+  return io::owned_source(std::make_unique<remote::unit_reads>(
+      io::owned_source(std::move(f)), [object] { return object->stats(); }));
 #else
   throw config_error("the shard is a URL: reading shards over HTTP(S) or S3 needs gpufeed's remote "
                      "component (link gpufeed::remote; it needs libcurl and OpenSSL)",

@@ -15,6 +15,7 @@
 #include "gpufeed/detail/order/units.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/loader_config.hpp"
+#include "gpufeed/remote_stats.hpp"
 #include "gpufeed/sampler.hpp"
 #include "gpufeed/source.hpp"
 
@@ -76,6 +77,19 @@ inline std::string shuffled_cost_notice(double records_per_unit, std::uint64_t r
          "x the bytes delivered. Use sample_order::block_shuffled (random over units, each "
          "decoded once per epoch), or repack into chunks of a few records: `gpufeed pack --from "
          "FILE.h5 --dataset NAME --compress lz4 --chunk-size " + chunk + "`.";
+}
+
+// Shuffled order over a source that reads shards remotely (remote_stats_source): each record read
+// at random is a ranged GET of its own, a round trip per record to an object store.
+// `records` per epoch of this rank, `per_unit` records per decode unit (a remote unit or band).
+inline std::string remote_shuffled_notice(std::uint64_t records, double per_unit) {
+  const std::uint64_t units = static_cast<std::uint64_t>(
+      static_cast<double>(records) / std::max(1.0, per_unit) + 0.999);
+  return "gpufeed: shuffled order over shards read remotely (HTTP/S3): every record is its own "
+         "ranged GET, ~" + std::to_string(records) + " requests per epoch. Use "
+         "sample_order::block_shuffled: it fetches whole units of a few MiB (~" +
+         std::to_string(units) + " requests per epoch), each once per epoch and ahead of the "
+         "window it is read in.";
 }
 
 // batch_size above a rank's records per epoch: without drop_last (with it, resolve_config throws)
@@ -258,7 +272,11 @@ pipeline_setup resolve_config(const Source& src, loader_config c,
   const bool tasks_fill_records = record_bytes != 0 && !c.per_record && !unit_tasks &&
                                   !sorted_tasks;
   std::string notice;
-  if (c.order == sample_order::shuffled && per_unit >= shuffled_notice_records)
+  bool remote = false;
+  if constexpr (remote_stats_source<Source>) remote = src.remote_stats().remote;
+  if (c.order == sample_order::shuffled && remote)
+    notice = remote_shuffled_notice(order.records_per_epoch(), per_unit);
+  else if (c.order == sample_order::shuffled && per_unit >= shuffled_notice_records)
     notice = shuffled_cost_notice(per_unit, record_bytes);
   const bool labels = has_labels(src);
   return pipeline_setup{std::move(c), std::move(order), record_bytes,      labels, unit_tasks,

@@ -20,6 +20,7 @@
 
 #include "gpufeed/batch.hpp"
 #include "gpufeed/decode_stats.hpp"
+#include "gpufeed/remote_stats.hpp"
 #include "gpufeed/detail/loader/config.hpp"
 #include "gpufeed/detail/loader/delivery.hpp"
 #include "gpufeed/detail/loader/device_stage.hpp"
@@ -57,6 +58,7 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
       plan.window_records = static_cast<std::uint64_t>(setup.config.shuffle_window) *
                             setup.order.units().max_records();
     plan.decode_ahead = window_read_ahead<Source>::decodes_ahead(setup);
+    plan.random_records = setup.config.order == sample_order::shuffled;
     plan_reads(src, plan);
     auto p = std::make_shared<pipeline>(key{}, src, std::move(setup), std::move(engine), n,
                                         decode);
@@ -68,6 +70,7 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
            slot_counts n, const std::optional<device_decode_plan>& decode)
       : state_(std::move(setup), std::move(e), n, decode), producer_(src, state_), source_(src) {
     if constexpr (decode_stats_source<Source>) decode_start_ = src.decode_stats();
+    if constexpr (remote_stats_source<Source>) remote_start_ = src.remote_stats();
   }
 
   ~pipeline() override {
@@ -141,6 +144,10 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
     s.trace_events_dropped = state_.timeline.dropped();
     if constexpr (decode_stats_source<Source>)
       s.decode = since(source_.decode_stats(), decode_start_);
+    if constexpr (remote_stats_source<Source>) {
+      const remote_stats r = source_.remote_stats();
+      if (r.remote) s.remote = since(r, remote_start_);
+    }
     s.numa = state_.numa.stats();
     if (state_.device) {
       device_stage& d = *state_.device;
@@ -257,6 +264,7 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
   producer<Source> producer_;   // keeps a reference to state_
   const Source& source_;
   decode_stats decode_start_;   // the source's decode counters when this loader started
+  remote_stats remote_start_;   // its remote counters then
   thread_group threads_;        // last: joined before the members the threads use go away
 };
 

@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "gpufeed/remote_stats.hpp"
+
 namespace gpufeed::detail::remote {
 
 // Request latencies by power of two: bucket k counts requests that took [2^k, 2^(k+1))
@@ -68,5 +70,18 @@ class transfer_counters {
   std::atomic<std::uint64_t> latency_sum_{0};
   std::array<std::atomic<std::uint64_t>, latency_buckets> latency_{};
 };
+
+static_assert(latency_buckets == remote_latency_buckets);
+
+// Copies what `t` counts into the request fields of `r` (remote_stats.hpp).
+inline void copy_transfers(const transfer_stats& t, remote_stats& r) noexcept {
+  r.requests = t.requests;
+  r.bytes_fetched = t.bytes;
+  r.retries = t.retries;
+  r.failures = t.failures;
+  r.short_bodies = t.short_bodies;
+  r.request_seconds = static_cast<double>(t.latency_us_sum) / 1e6;
+  r.latency_us = t.latency_us;
+}
 
 }  // namespace gpufeed::detail::remote
