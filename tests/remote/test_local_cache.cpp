@@ -152,6 +152,11 @@ TEST_CASE("local cache: a budget smaller than the object holds on disk and still
   // Each block is read 16 times a pass: all but its first read of a pass come from the cache.
   CHECK(c.object->reads() <= 3 * 40);
   CHECK(c.source->stats().hits >= 3 * 40 * 15);
+
+  // The directory opened again with a smaller budget is trimmed to it.
+  const local_cache smaller(config_in(dir.path(), budget / 2));
+  CHECK(bytes_on_disk(dir.path()) <= budget / 2);
+  CHECK(smaller.stats().evictions > 0);
 }
 
 TEST_CASE("local cache: a damaged block is dropped and fetched again, never delivered") {

@@ -124,9 +124,13 @@ class local_cache {
  public:
   enum class found : unsigned char { hit, absent, corrupt };
 
-  // Opens (creating) the cache at c.directory: io_error naming it when it cannot be made.
+  // Opens (creating) the cache at c.directory: io_error naming it when it cannot be made. A
+  // directory holding more than c.max_bytes (filled under a larger budget) is trimmed to it.
   explicit local_cache(cache_config c)
-      : config_(std::move(c)), index_(config_.directory, config_.max_bytes, counters_) {}
+      : config_(std::move(c)), index_(config_.directory, config_.max_bytes, counters_) {
+    const cache_index::held h(index_);
+    (void)index_.make_room(h, 0);
+  }
 
   [[nodiscard]] const cache_config& config() const noexcept { return config_; }
   [[nodiscard]] cache_stats stats() const noexcept { return counters_.snapshot(); }
