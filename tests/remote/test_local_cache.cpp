@@ -59,7 +59,7 @@ struct cached {
          std::shared_ptr<local_cache> cache = nullptr) {
     auto m = std::make_unique<memory_bytes>(data, "http://host/object.h5");
     object = m.get();
-    source = std::make_unique<local_cache_source>(std::move(m), validator,
+    source = std::make_unique<local_cache_source>(std::move(m), "http://host/object.h5", validator,
                                                   cache ? cache : std::make_shared<local_cache>(c));
   }
 };
@@ -262,6 +262,23 @@ TEST_CASE("local cache: the object's failure is the read's error, nothing cached
   c.object->fail_with(0);
   c.source->read_exact(got.data(), got.size(), 10);
   CHECK(std::equal(got.begin(), got.end(), data.begin() + 10));
+}
+
+TEST_CASE("local cache: keys hold no credential and survive a URL's re-signing") {
+  CHECK(cache_key_url("https://user:pw@host/a/b.h5?versionId=3&X-Amz-Signature=abc&"
+                      "X-Amz-Date=20250101T000000Z&X-Amz-Credential=AKIA%2Fx&token=t#frag") ==
+        "https://***@host/a/b.h5?versionId=3");
+  CHECK(cache_key_url("https://host/b.h5?Expires=1&AWSAccessKeyId=A&Signature=s") ==
+        "https://host/b.h5");
+  CHECK(cache_key_url("http://host/b.h5") == "http://host/b.h5");
+  const cache_key a = make_cache_key(cache_key_url("https://host/b.h5?X-Amz-Date=1"), "e", 10);
+  const cache_key b = make_cache_key(cache_key_url("https://host/b.h5?X-Amz-Date=2"), "e", 10);
+  CHECK(a.url == b.url);
+  CHECK(a.version == b.version);
+  CHECK(make_cache_key("https://host/b.h5?id=1", "e", 10).url !=
+        make_cache_key("https://host/b.h5?id=2", "e", 10).url);
+  CHECK(make_cache_key("u", "e", 10).version != make_cache_key("u", "f", 10).version);
+  CHECK(make_cache_key("u", "e", 10).version != make_cache_key("u", "e", 11).version);
 }
 
 TEST_CASE("local cache: settings from options and the environment") {

@@ -47,7 +47,7 @@ namespace gpufeed::detail::hdf5 {
       req.remote_cache.directory, req.remote_cache.max_bytes, req.remote_cache.block_bytes);
   std::unique_ptr<remote::http_file> object = remote::open_remote_object(url);
   if (!cache) return io::owned_source(std::move(object));
-  return io::owned_source(remote::through_local_cache(std::move(object), *cache));
+  return io::owned_source(remote::through_local_cache(std::move(object), url, *cache));
 #else
   throw config_error("the shard is a URL: reading shards over HTTP(S) or S3 needs gpufeed's remote "
                      "component (link gpufeed::remote; it needs libcurl and OpenSSL)",

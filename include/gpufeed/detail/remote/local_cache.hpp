@@ -2,7 +2,7 @@
 // shared by every process of the node that names the same directory (the ranks of a job), in
 // fixed-size blocks of an object (block k holds bytes [k * block_bytes, (k + 1) * block_bytes)).
 //
-// A block is keyed by its object's URL as errors show it (display_url: no credential, no query),
+// A block is keyed by its object's URL (cache_key_url: no credential, no presigning parameter),
 // the object's size and validator (ETag, else Last-Modified: an object that changed gets new
 // keys, and its old blocks are dropped when it is opened) and the block's index; on disk by
 // hashes of these (local_cache_index.hpp has the layout).
@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -39,6 +40,7 @@
 #include "gpufeed/detail/remote/digest.hpp"
 #include "gpufeed/detail/remote/local_cache_block.hpp"
 #include "gpufeed/detail/remote/local_cache_index.hpp"
+#include "gpufeed/detail/remote/url.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail::remote {
@@ -109,14 +111,38 @@ struct cache_config {
   return c;
 }
 
+// The URL a cached object is keyed by: `url` redacted (redact_url: no user or password, secret
+// query values hidden), without the query parameters that change each time a URL is presigned
+// (X-Amz-*, Expires, AWSAccessKeyId, and the secret ones), so a re-signed URL finds the blocks
+// its object left; the other parameters stay (two objects that differ by one are two objects).
+[[nodiscard]] inline std::string cache_key_url(const std::string& url) {
+  const std::string r = redact_url(url);
+  const std::size_t q = r.find('?');
+  if (q == std::string::npos) return r;
+  std::string out = r.substr(0, q), sep = "?";
+  for (std::size_t from = q + 1; from <= r.size();) {
+    const std::size_t amp = std::min(r.find('&', from), r.size());
+    const std::string param = r.substr(from, amp - from);
+    from = amp + 1;
+    std::string name = param.substr(0, param.find('='));
+    for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (name.empty() || name.rfind("x-amz-", 0) == 0 || name == "expires" ||
+        name == "awsaccesskeyid" || secret_parameter(name))
+      continue;
+    out += sep + param;
+    sep = "&";
+  }
+  return out;
+}
+
 // Where one version of an object's blocks live (hashes, never the URL itself).
 struct cache_key {
   std::string url;      // hex hash of the URL as shown
   std::string version;  // hex hash of the object's size and validator
 };
-[[nodiscard]] inline cache_key make_cache_key(const std::string& shown_url,
+[[nodiscard]] inline cache_key make_cache_key(const std::string& key_url,
                                               const std::string& validator, std::uint64_t size) {
-  return {sha256_hex(shown_url).substr(0, 32),
+  return {sha256_hex(key_url).substr(0, 32),
           sha256_hex(std::to_string(size) + "\n" + validator).substr(0, 32)};
 }
 

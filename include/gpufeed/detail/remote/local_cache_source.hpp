@@ -34,14 +34,14 @@ namespace gpufeed::detail::remote {
 
 class local_cache_source final : public io::byte_source {
  public:
-  // Reads `object` through `cache`. `validator` identifies this version of the object (its
-  // ETag, else its Last-Modified; never empty: an object without one is not cached). Drops the
-  // cached blocks of the object's other versions.
-  local_cache_source(std::unique_ptr<io::byte_source> object, const std::string& validator,
-                     std::shared_ptr<local_cache> cache)
+  // Reads `object`, which the URL `url` names, through `cache`. `validator` identifies this
+  // version of the object (its ETag, else its Last-Modified; never empty: an object without one
+  // is not cached). Drops the cached blocks of the object's other versions.
+  local_cache_source(std::unique_ptr<io::byte_source> object, const std::string& url,
+                     const std::string& validator, std::shared_ptr<local_cache> cache)
       : object_(std::move(object)),
         cache_(std::move(cache)),
-        key_(make_cache_key(object_->name(), validator, object_->size())),
+        key_(make_cache_key(cache_key_url(url), validator, object_->size())),
         block_(cache_->config().block_bytes) {
     cache_->forget_other_versions(key_);
   }
@@ -170,17 +170,18 @@ class local_cache_source final : public io::byte_source {
   mutable std::unordered_map<std::uint64_t, std::shared_ptr<pending>> inflight_;
 };
 
-// Reads `object` through the cache `config` names (the process's shared_local_cache for its
-// directory), or returns it as it is when it has no validator (no ETag or Last-Modified: a
-// changed object could not be told from the cached one). io_error as local_cache's constructor.
+// Reads `object` (opened from `url`: http(s):// or s3://) through the cache `config` names (the
+// process's shared_local_cache for its directory), or returns it as it is when it has no
+// validator (no ETag or Last-Modified: a changed object could not be told from the cached one).
+// io_error as local_cache's constructor.
 [[nodiscard]] inline std::unique_ptr<io::byte_source> through_local_cache(
-    std::unique_ptr<http_file> object, const cache_config& config) {
+    std::unique_ptr<http_file> object, const std::string& url, const cache_config& config) {
   const object_identity& id = object->identity();
   const std::string validator = !id.etag.empty()            ? "etag:" + id.etag
                                 : !id.last_modified.empty() ? "lm:" + id.last_modified
                                                             : std::string();
   if (validator.empty()) return object;
-  return std::make_unique<local_cache_source>(std::move(object), validator,
+  return std::make_unique<local_cache_source>(std::move(object), url, validator,
                                               shared_local_cache(config));
 }
 
