@@ -86,7 +86,7 @@ struct hdf5_options {
   struct remote_cache_options {
     std::filesystem::path directory;
     std::uint64_t max_bytes = 0;
-    std::size_t block_bytes = std::size_t{4} << 20;  // a power of two, 64 KiB to 16 MiB
+    std::size_t block_bytes = std::size_t{4} << 20;  // a power of two, 64 KiB to 8 MiB
   };
   remote_cache_options remote_cache;
 };

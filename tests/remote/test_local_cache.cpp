@@ -219,7 +219,7 @@ TEST_CASE("local cache: an object with a new ETag is never served its old blocks
 
 TEST_CASE("local cache: two processes read one object through one directory at once") {
   const auto data = bytes_of(24 * block + 999, 7);
-  for (const std::uint64_t budget : {std::uint64_t{64} * block, std::uint64_t{8} * (block + 4096)}) {
+  for (const std::uint64_t budget : {std::uint64_t{64} * block, std::uint64_t{8} * (block + cache_header_bytes)}) {
     temp_dir dir("lcache");
     INFO("budget " << budget);
     std::vector<pid_t> kids;

@@ -243,7 +243,7 @@ TEST_CASE("remote cache: damaged blocks are fetched again, an object replaced is
 TEST_CASE("remote cache: two processes read the same URLs through one directory at once") {
   served s;
   if (!s.nginx.running()) GPUFEED_SKIP_TEST(s.nginx.why_not());
-  for (const std::uint64_t budget : {std::uint64_t{64} << 20, 8 * (block + 4096)}) {
+  for (const std::uint64_t budget : {std::uint64_t{64} << 20, 8 * (block + remote::cache_header_bytes)}) {
     INFO("budget " << budget);
     const hdf5_options o = s.cached(budget);
     std::vector<pid_t> kids;

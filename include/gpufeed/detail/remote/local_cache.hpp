@@ -19,6 +19,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -76,8 +77,8 @@ struct cache_config {
 // The cache remote shards are read through: `directory` and `max_bytes` as given; where
 // `directory` is empty, GPUFEED_REMOTE_CACHE_DIR and GPUFEED_REMOTE_CACHE_BYTES; none when
 // neither names a directory. config_error for a directory without a budget, a malformed
-// GPUFEED_REMOTE_CACHE_BYTES, a block size that is not a power of two in [64 KiB, 16 MiB] (at
-// most 1000 pages, local_cache_block.hpp), or a budget smaller than four blocks.
+// GPUFEED_REMOTE_CACHE_BYTES, a block size that is not a power of two in [64 KiB, 8 MiB] (at
+// most cache_max_pages pages, local_cache_block.hpp), or a budget smaller than four blocks.
 [[nodiscard]] inline std::optional<cache_config> resolve_cache_config(
     const std::filesystem::path& directory, std::uint64_t max_bytes, std::size_t block_bytes) {
   cache_config c;
@@ -100,9 +101,9 @@ struct cache_config {
   if (c.max_bytes == 0)
     throw config_error("a remote cache needs a byte budget: hdf5_options::remote_cache.max_bytes "
                        "or GPUFEED_REMOTE_CACHE_BYTES" + where);
-  if (c.block_bytes < (std::size_t{64} << 10) || c.block_bytes > (std::size_t{16} << 20) ||
+  if (c.block_bytes < (std::size_t{64} << 10) || c.block_bytes > cache_max_pages * cache_page_bytes ||
       (c.block_bytes & (c.block_bytes - 1)) != 0)
-    throw config_error("remote cache block_bytes must be a power of two from 64 KiB to 16 MiB" +
+    throw config_error("remote cache block_bytes must be a power of two from 64 KiB to 8 MiB" +
                        where);
   if (c.max_bytes < 4 * (c.block_bytes + cache_header_bytes))
     throw config_error("a remote cache's budget must hold at least four blocks of " +
@@ -195,7 +196,7 @@ class local_cache {
           header.pages_intact(std::span(buf.data() + cache_header_bytes, to - from), first);
       if (ok) {
         std::memcpy(dst, buf.data() + cache_header_bytes + (at - from), n);
-        (void)::futimens(fd, nullptr);  // its last use, for eviction
+        touch(fd);
         counters_.add(cache_counters::hits);
         counters_.add(cache_counters::bytes_local, n);
       } else {
@@ -254,6 +255,15 @@ class local_cache {
   void failed(const std::filesystem::path& tmp) noexcept {
     if (!tmp.empty()) (void)::unlink(tmp.c_str());
     counters_.add(cache_counters::store_failures);
+  }
+  // Marks the block used now, for eviction (its modification time), unless it was marked in the
+  // last second: LRU to the second, without an inode update on every read.
+  static void touch(int fd) noexcept {
+    struct stat st {};
+    timespec now{};
+    if (::fstat(fd, &st) != 0 || ::clock_gettime(CLOCK_REALTIME, &now) != 0) return;
+    if (now.tv_sec - st.st_mtim.tv_sec < 1) return;
+    (void)::futimens(fd, nullptr);
   }
   static bool full_pread(int fd, std::byte* p, std::size_t n, std::uint64_t at) noexcept {
     while (n > 0) {

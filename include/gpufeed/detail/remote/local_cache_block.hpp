@@ -22,10 +22,11 @@
 
 namespace gpufeed::detail::remote {
 
-inline constexpr std::size_t cache_header_bytes = 4096;  // the data starts at this offset
-inline constexpr std::size_t cache_page_bytes = 32 * 1024;
-// Pages a block may have: the header's fixed fields and a CRC per page fit its 4096 bytes.
-inline constexpr std::size_t cache_max_pages = 1000;
+inline constexpr std::size_t cache_header_bytes = 8192;  // the data starts at this offset
+// The checksummed unit: small, so a record read checks few bytes besides its own.
+inline constexpr std::size_t cache_page_bytes = 8192;
+// Pages a block may have (an 8 MiB block): the fixed fields and a CRC a page fit the header.
+inline constexpr std::size_t cache_max_pages = 1024;
 inline constexpr char cache_block_magic[8] = {'g', 'f', 'c', 'b', 'l', 'k', '1', '\0'};
 
 // zlib's CRC-32 of n bytes (crc32_z: any length).
@@ -45,6 +46,7 @@ struct cache_block_fields {
   std::uint32_t header_crc;  // of the fields (this one 0) and the page CRCs
 };
 static_assert(sizeof(cache_block_fields) == 40);
+static_assert(sizeof(cache_block_fields) + 4 * cache_max_pages <= cache_header_bytes);
 
 // A block's file image: header then bytes, ready to be written in one go.
 [[nodiscard]] inline std::vector<std::byte> encode_cache_block(std::span<const std::byte> data,
