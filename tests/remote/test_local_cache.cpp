@@ -4,13 +4,15 @@
 // saves reads; a block damaged on disk (its data, its header, cut short) is detected, dropped
 // and fetched again, never delivered; a temporary file a crashed writer left is never read; an
 // object with a new validator drops the old version's blocks; two processes reading through one
-// directory at once, with and without eviction, both get the object's bytes; the object's
+// directory at once, with and without eviction, both get the object's bytes, and so do threads of
+// one process (each block fetched once); the object's
 // failure is the read's error; the settings (options, environment, byte counts) and their errors.
 #include <doctest/doctest.h>
 
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -19,6 +21,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "env_guard.hpp"
@@ -248,6 +251,23 @@ TEST_CASE("local cache: two processes read one object through one directory at o
     }
     CHECK(bytes_on_disk(dir.path()) <= budget);
     CHECK(fs::is_empty(dir / "v1/tmp"));
+  }
+}
+
+TEST_CASE("local cache: threads reading at once share each block's fetch") {
+  const auto data = bytes_of(16 * block + 77, 9);
+  for (const std::uint64_t budget : {std::uint64_t{64} * block, 6 * (block + cache_header_bytes)}) {
+    temp_dir dir("lcache");
+    INFO("budget " << budget);
+    cached c(data, config_in(dir.path(), budget), "etag:\"t\"");
+    std::atomic<std::size_t> wrong{0};
+    std::vector<std::thread> threads;
+    for (unsigned k = 0; k < 4; ++k)
+      threads.emplace_back([&, k] { wrong += read_all(*c.source, data, 1500 + 500 * k, k); });
+    for (auto& t : threads) t.join();
+    CHECK(wrong == 0);
+    CHECK(bytes_on_disk(dir.path()) <= budget);
+    if (budget == 64 * block) CHECK(c.object->reads() == 17);  // each block fetched once
   }
 }
 

@@ -116,14 +116,18 @@ class local_cache_source final : public io::byte_source {
     }
     if (mine) {
       io::read_outcome o;
+      bool stored = false;
       try {
         p->bytes.resize(length);
-        o = object_->try_read(p->bytes.data(), length, block * block_);
+        // Another thread's fetch may have stored it since this one looked: read it back then.
+        stored = cache_->read(key_, block, object_->size(), length, 0, p->bytes.data(), length) ==
+                 local_cache::found::hit;
+        if (!stored) o = object_->try_read(p->bytes.data(), length, block * block_);
         if (!o.ok()) p->why = o.api;
       } catch (...) {
         o = {io::read_outcome::stop::failed, ENOMEM, "", block * block_};
       }
-      if (o.ok()) {
+      if (o.ok() && !stored) {
         counters_.add(cache_counters::misses);
         counters_.add(cache_counters::bytes_fetched, length);
         cache_->count_fetch(length);
