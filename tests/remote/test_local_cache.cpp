@@ -165,11 +165,14 @@ TEST_CASE("local cache: a budget smaller than the object holds on disk and still
 TEST_CASE("local cache: a damaged block is dropped and fetched again, never delivered") {
   temp_dir dir("lcache");
   const auto data = bytes_of(4 * block, 3);
-  cached c(data, config_in(dir.path(), 64 * block), "etag:\"c\"");
-  CHECK(read_all(*c.source, data, block, 1) == 0);
-  const fs::path p = c.source->cache().block_path(c.source->key(), 2);
+  const cache_config config = config_in(dir.path(), 64 * block);
+  cached first(data, config, "etag:\"c\"");
+  CHECK(read_all(*first.source, data, block, 1) == 0);
+  const fs::path p = first.source->cache().block_path(first.source->key(), 2);
   REQUIRE(fs::exists(p));
-  auto damage = [&](const char* how) {
+  // Each damage is met by this process (its block files kept open: the pages are checked
+  // against the header read at open) and by another one (its own cache: the header read anew).
+  auto damage = [&](const char* how, cached& c) {
     INFO(how);
     const long before = c.object->reads();
     const auto corrupt = c.source->stats().corrupt;
@@ -180,13 +183,20 @@ TEST_CASE("local cache: a damaged block is dropped and fetched again, never deli
     CHECK(c.object->reads() == before + 1);  // and stored again, intact
   };
   flip_byte(p, cache_header_bytes + 40000);  // a byte of the data
-  damage("data");
+  damage("data", first);
+  flip_byte(p, cache_header_bytes + 3);
+  cached second(data, config, "etag:\"c\"");
+  damage("data, another process", second);
   flip_byte(p, 20);  // the header's fields
-  damage("header");
+  cached third(data, config, "etag:\"c\"");
+  damage("header, another process", third);
   fs::resize_file(p, cache_header_bytes + 100);  // a torn write made visible (a power loss)
-  damage("cut short");
+  damage("cut short", third);
   { std::ofstream(p, std::ios::trunc | std::ios::binary); }  // empty
-  damage("empty");
+  damage("empty", third);
+  cached fourth(data, config, "etag:\"c\"");
+  { std::ofstream(p, std::ios::trunc | std::ios::binary); }
+  damage("empty, another process", fourth);
 }
 
 TEST_CASE("local cache: a crashed writer's temporary file is never read") {

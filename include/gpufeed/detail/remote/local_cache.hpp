@@ -23,129 +23,24 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cctype>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
-#include "gpufeed/detail/remote/digest.hpp"
 #include "gpufeed/detail/remote/local_cache_block.hpp"
+#include "gpufeed/detail/remote/local_cache_config.hpp"
+#include "gpufeed/detail/remote/local_cache_handles.hpp"
 #include "gpufeed/detail/remote/local_cache_index.hpp"
-#include "gpufeed/detail/remote/url.hpp"
-#include "gpufeed/error.hpp"
 
 namespace gpufeed::detail::remote {
-
-inline constexpr std::size_t default_cache_block_bytes = std::size_t{4} << 20;
-
-struct cache_config {
-  std::filesystem::path directory;
-  std::uint64_t max_bytes = 0;  // the budget: bytes of block files (headers included)
-  std::size_t block_bytes = default_cache_block_bytes;
-};
-
-// "1073741824", "512M", "64G", "2T" (binary multiples, K M G T, either case): the byte count,
-// or nullopt when `s` is not one.
-[[nodiscard]] inline std::optional<std::uint64_t> parse_byte_count(const std::string& s) {
-  std::size_t i = 0;
-  std::uint64_t n = 0;
-  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
-    if (n > (~std::uint64_t{0} - 9) / 10) return std::nullopt;
-    n = n * 10 + static_cast<std::uint64_t>(s[i] - '0');
-  }
-  if (i == 0) return std::nullopt;
-  if (i == s.size()) return n;
-  if (i + 1 != s.size()) return std::nullopt;
-  const char* units = "KMGT";
-  const char* u = std::strchr(units, s[i] & ~0x20);
-  if (!u || !*u) return std::nullopt;
-  const unsigned shift = 10u * static_cast<unsigned>(u - units + 1);
-  if (n > (~std::uint64_t{0} >> shift)) return std::nullopt;
-  return n << shift;
-}
-
-// The cache remote shards are read through: `directory` and `max_bytes` as given; where
-// `directory` is empty, GPUFEED_REMOTE_CACHE_DIR and GPUFEED_REMOTE_CACHE_BYTES; none when
-// neither names a directory. config_error for a directory without a budget, a malformed
-// GPUFEED_REMOTE_CACHE_BYTES, a block size that is not a power of two in [64 KiB, 8 MiB] (at
-// most cache_max_pages pages, local_cache_block.hpp), or a budget smaller than four blocks.
-[[nodiscard]] inline std::optional<cache_config> resolve_cache_config(
-    const std::filesystem::path& directory, std::uint64_t max_bytes, std::size_t block_bytes) {
-  cache_config c;
-  c.directory = directory;
-  c.max_bytes = max_bytes;
-  c.block_bytes = block_bytes;
-  if (c.directory.empty()) {
-    const char* d = std::getenv("GPUFEED_REMOTE_CACHE_DIR");
-    if (!d || !*d) return std::nullopt;
-    c.directory = d;
-    if (const char* b = std::getenv("GPUFEED_REMOTE_CACHE_BYTES"); b && *b) {
-      const auto n = parse_byte_count(b);
-      if (!n)
-        throw config_error("GPUFEED_REMOTE_CACHE_BYTES is not a byte count (\"" + std::string(b) +
-                           "\"; e.g. 68719476736 or 64G)");
-      c.max_bytes = *n;
-    }
-  }
-  const std::string where = " (the remote cache at " + c.directory.string() + ")";
-  if (c.max_bytes == 0)
-    throw config_error("a remote cache needs a byte budget: hdf5_options::remote_cache.max_bytes "
-                       "or GPUFEED_REMOTE_CACHE_BYTES" + where);
-  if (c.block_bytes < (std::size_t{64} << 10) || c.block_bytes > cache_max_pages * cache_page_bytes ||
-      (c.block_bytes & (c.block_bytes - 1)) != 0)
-    throw config_error("remote cache block_bytes must be a power of two from 64 KiB to 8 MiB" +
-                       where);
-  if (c.max_bytes < 4 * (c.block_bytes + cache_header_bytes))
-    throw config_error("a remote cache's budget must hold at least four blocks of " +
-                       std::to_string(c.block_bytes) + " bytes" + where);
-  c.directory = std::filesystem::absolute(c.directory).lexically_normal();
-  return c;
-}
-
-// The URL a cached object is keyed by: `url` redacted (redact_url: no user or password, secret
-// query values hidden), without the query parameters that change each time a URL is presigned
-// (X-Amz-*, Expires, AWSAccessKeyId, and the secret ones), so a re-signed URL finds the blocks
-// its object left; the other parameters stay (two objects that differ by one are two objects).
-[[nodiscard]] inline std::string cache_key_url(const std::string& url) {
-  const std::string r = redact_url(url);
-  const std::size_t q = r.find('?');
-  if (q == std::string::npos) return r;
-  std::string out = r.substr(0, q), sep = "?";
-  for (std::size_t from = q + 1; from <= r.size();) {
-    const std::size_t amp = std::min(r.find('&', from), r.size());
-    const std::string param = r.substr(from, amp - from);
-    from = amp + 1;
-    std::string name = param.substr(0, param.find('='));
-    for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    if (name.empty() || name.rfind("x-amz-", 0) == 0 || name == "expires" ||
-        name == "awsaccesskeyid" || secret_parameter(name))
-      continue;
-    out += sep + param;
-    sep = "&";
-  }
-  return out;
-}
-
-// Where one version of an object's blocks live (hashes, never the URL itself).
-struct cache_key {
-  std::string url;      // hex hash of the URL as shown
-  std::string version;  // hex hash of the object's size and validator
-};
-[[nodiscard]] inline cache_key make_cache_key(const std::string& key_url,
-                                              const std::string& validator, std::uint64_t size) {
-  return {sha256_hex(key_url).substr(0, 32),
-          sha256_hex(std::to_string(size) + "\n" + validator).substr(0, 32)};
-}
 
 class local_cache {
  public:
@@ -180,32 +75,31 @@ class local_cache {
              std::uint32_t length, std::size_t at, void* dst, std::size_t n) const noexcept {
     try {
       const std::filesystem::path path = block_path(key, block);
-      const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0) return found::absent;
+      std::shared_ptr<open_block> b = handles_.find(path.native());
+      if (!b) {
+        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return found::absent;
+        b = std::make_shared<open_block>();
+        b->fd = fd;
+        std::byte* head = scratch(cache_header_bytes);
+        if (!full_pread(fd, head, cache_header_bytes, 0) ||
+            !b->header.parse(std::span(head, cache_header_bytes), object_size, block, length))
+          return damaged(path, *b);
+        handles_.keep(path.native(), b);
+      }
       const std::size_t first = at / cache_page_bytes;
       const std::size_t from = first * cache_page_bytes;
       const std::size_t to = std::min<std::size_t>(
           length, (at + n + cache_page_bytes - 1) / cache_page_bytes * cache_page_bytes);
-      thread_local std::vector<std::byte> buf;
-      buf.resize(cache_header_bytes + (to - from));
-      cache_block_header header;
-      const bool ok =
-          full_pread(fd, buf.data(), cache_header_bytes, 0) &&
-          header.parse(std::span(buf.data(), cache_header_bytes), object_size, block, length) &&
-          full_pread(fd, buf.data() + cache_header_bytes, to - from, cache_header_bytes + from) &&
-          header.pages_intact(std::span(buf.data() + cache_header_bytes, to - from), first);
-      if (ok) {
-        std::memcpy(dst, buf.data() + cache_header_bytes + (at - from), n);
-        touch(fd);
-        counters_.add(cache_counters::hits);
-        counters_.add(cache_counters::bytes_local, n);
-      } else {
-        const cache_index::held h(index_);
-        index_.drop(h, path, fd);
-        counters_.add(cache_counters::corrupt);
-      }
-      ::close(fd);
-      return ok ? found::hit : found::corrupt;
+      std::byte* pages = scratch(to - from);
+      if (!full_pread(b->fd, pages, to - from, cache_header_bytes + from) ||
+          !b->header.pages_intact(std::span(pages, to - from), first))
+        return damaged(path, *b);
+      std::memcpy(dst, pages + (at - from), n);
+      mark_used(*b);
+      counters_.add(cache_counters::hits);
+      counters_.add(cache_counters::bytes_local, n);
+      return found::hit;
     } catch (...) {  // no memory for a path or the buffer: read it remotely
       return found::absent;
     }
@@ -232,7 +126,9 @@ class local_cache {
         (void)::unlink(tmp.c_str());
         return;
       }
-      const std::uint64_t used = index_.make_room(h, image.size());
+      std::vector<std::filesystem::path> evicted;
+      const std::uint64_t used = index_.make_room(h, image.size(), &evicted);
+      for (const auto& e : evicted) handles_.forget(e.native());
       std::error_code ec;
       std::filesystem::create_directories(path.parent_path(), ec);
       index_.set_usage(h, used + image.size());  // before the block is visible: see the index
@@ -256,14 +152,34 @@ class local_cache {
     if (!tmp.empty()) (void)::unlink(tmp.c_str());
     counters_.add(cache_counters::store_failures);
   }
-  // Marks the block used now, for eviction (its modification time), unless it was marked in the
-  // last second: LRU to the second, without an inode update on every read.
-  static void touch(int fd) noexcept {
-    struct stat st {};
+  // A block that failed a check: closed, dropped (when its name is still this file), counted.
+  found damaged(const std::filesystem::path& path, const open_block& b) const noexcept {
+    handles_.forget(path.native());
+    const cache_index::held h(index_);
+    index_.drop(h, path, b.fd);
+    counters_.add(cache_counters::corrupt);
+    return found::corrupt;
+  }
+  // Marks the block used now, for eviction (its modification time), unless this process marked
+  // it in the last second: LRU to the second, without an inode update on every read.
+  static void mark_used(open_block& b) noexcept {
     timespec now{};
-    if (::fstat(fd, &st) != 0 || ::clock_gettime(CLOCK_REALTIME, &now) != 0) return;
-    if (now.tv_sec - st.st_mtim.tv_sec < 1) return;
-    (void)::futimens(fd, nullptr);
+    if (::clock_gettime(CLOCK_REALTIME_COARSE, &now) != 0) return;
+    std::int64_t last = b.marked_s.load(std::memory_order_relaxed);
+    if (now.tv_sec - last < 1 ||
+        !b.marked_s.compare_exchange_strong(last, now.tv_sec, std::memory_order_relaxed))
+      return;
+    (void)::futimens(b.fd, nullptr);
+  }
+  // This thread's buffer of at least n bytes (reused: a read's pages are read into it).
+  static std::byte* scratch(std::size_t n) {
+    thread_local std::unique_ptr<std::byte[]> buf;
+    thread_local std::size_t size = 0;
+    if (size < n) {
+      buf.reset(new std::byte[n]);
+      size = n;
+    }
+    return buf.get();
   }
   static bool full_pread(int fd, std::byte* p, std::size_t n, std::uint64_t at) noexcept {
     while (n > 0) {
@@ -290,6 +206,7 @@ class local_cache {
   cache_config config_;
   mutable cache_counters counters_;
   cache_index index_;
+  mutable open_blocks handles_{64};
   std::atomic<std::uint64_t> next_tmp_{0};
 };
 

@@ -128,8 +128,10 @@ class cache_index {
   // Makes room for `incoming` bytes (under the lock): when the count says they do not fit,
   // scans the blocks and removes the least recently used until the cache holds at most nine
   // tenths of the budget less `incoming` (a margin, so a full cache scans once per tenth of its
-  // budget written, not once per block). Returns the new count, `incoming` not included.
-  std::uint64_t make_room(const held& h, std::uint64_t incoming) const noexcept {
+  // budget written, not once per block). Returns the new count, `incoming` not included; adds
+  // the files removed to `evicted` when given.
+  std::uint64_t make_room(const held& h, std::uint64_t incoming,
+                          std::vector<std::filesystem::path>* evicted = nullptr) const noexcept {
     std::uint64_t used = usage(h);
     if (used + incoming <= max_) return used;
     listing l = scan();
@@ -143,6 +145,10 @@ class cache_index {
       if (used <= target) break;
       if (::unlink(b.path.c_str()) != 0) continue;
       used -= b.bytes;
+      if (evicted) try {
+          evicted->push_back(b.path);
+        } catch (...) {
+        }
       counters_.add(cache_counters::evictions);
       counters_.add(cache_counters::evicted_bytes, b.bytes);
       (void)::rmdir(b.path.parent_path().c_str());  // the version's folder, once empty
