@@ -125,6 +125,12 @@ TEST_CASE("local cache: reads equal the object; a second pass reads nothing from
   CHECK(read_all(*c.source, data, data.size(), 3) == 0);  // one read across every block
   CHECK(c.object->reads() == first);
   const cache_stats s = c.source->stats();
+  REQUIRE(cache_stats_of(*c.source).has_value());
+  CHECK(cache_stats_of(*c.source)->hits == s.hits);
+  CHECK_FALSE(cache_stats_of(*c.object).has_value());
+  cache_stats sum = s;
+  sum += s;
+  CHECK(sum.bytes_fetched == 2 * s.bytes_fetched);
   CHECK(s.hits > 0);
   CHECK(s.corrupt == 0);
   CHECK(s.bytes_fetched == data.size());
@@ -333,6 +339,16 @@ TEST_CASE("local cache: settings from options and the environment") {
                   gpufeed::config_error);
   CHECK_THROWS_AS((void)resolve_cache_config("/tmp/x", 8 << 20, default_cache_block_bytes),
                   gpufeed::config_error);
+
+  // A directory that cannot be made (a file is in the way): an io_error naming it.
+  temp_dir dir("lcache");
+  { std::ofstream(dir / "file") << "x"; }
+  try {
+    local_cache bad(config_in(dir / "file" / "cache", 64 * block));
+    FAIL("no error");
+  } catch (const gpufeed::io_error& e) {
+    CHECK(std::string(e.what()).find((dir / "file" / "cache").string()) != std::string::npos);
+  }
 
   env.set("GPUFEED_REMOTE_CACHE_DIR", "/tmp/y");
   env.set("GPUFEED_REMOTE_CACHE_BYTES", "2G");

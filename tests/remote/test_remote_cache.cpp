@@ -171,6 +171,10 @@ TEST_CASE("remote cache: epoch 2 reads the shards from the cache, no request mad
     CHECK(st.corrupt == 0);
     CHECK(st.evictions == 0);
   }
+  // A cache directory without a budget: a config_error naming the option, before any request.
+  hdf5_options no_budget = o;
+  no_budget.remote_cache.max_bytes = 0;
+  CHECK_THROWS_AS(hdf5_source(s.urls(), no_budget), config_error);
   // A later run over the same directory: only the opening requests (one probe an object).
   const std::size_t before = s.requests();
   const hdf5_source again(s.urls(), o);

@@ -50,6 +50,20 @@ struct cache_stats {
   std::uint64_t evicted_bytes = 0;
   std::uint64_t invalidated = 0;  // blocks dropped because their object changed (new ETag/size)
   std::uint64_t store_failures = 0;  // blocks that could not be written (the read still served)
+
+  // Adds another source's counters (a source's stats summed over its shards).
+  cache_stats& operator+=(const cache_stats& o) noexcept {
+    hits += o.hits;
+    misses += o.misses;
+    bytes_local += o.bytes_local;
+    bytes_fetched += o.bytes_fetched;
+    corrupt += o.corrupt;
+    evictions += o.evictions;
+    evicted_bytes += o.evicted_bytes;
+    invalidated += o.invalidated;
+    store_failures += o.store_failures;
+    return *this;
+  }
 };
 
 class cache_counters {

@@ -21,6 +21,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -173,6 +174,13 @@ class local_cache_source final : public io::byte_source {
   mutable std::mutex m_;
   mutable std::unordered_map<std::uint64_t, std::shared_ptr<pending>> inflight_;
 };
+
+// What the node-local cache did for the reads of `s` (a URL shard's reader) when it reads
+// through one, else nullopt.
+[[nodiscard]] inline std::optional<cache_stats> cache_stats_of(const io::byte_source& s) noexcept {
+  if (const auto* c = dynamic_cast<const local_cache_source*>(&s)) return c->stats();
+  return std::nullopt;
+}
 
 // Reads `object` (opened from `url`: http(s):// or s3://) through the cache `config` names (the
 // process's shared_local_cache for its directory), or returns it as it is when it has no
