@@ -205,6 +205,22 @@ TEST_CASE("local cache: a damaged block is dropped and fetched again, never deli
   damage("empty, another process", fourth);
 }
 
+TEST_CASE("local cache: processes with other block sizes share a directory apart") {
+  temp_dir dir("lcache");
+  const auto data = bytes_of(5 * block, 11);  // block 1 of 256 KiB and of 64 KiB: 64 KiB each
+  cache_config big = config_in(dir.path(), 64 * block);
+  big.block_bytes = 4 * block;
+  cached a(data, big, "etag:\"s\"");
+  cached b(data, config_in(dir.path(), 64 * block), "etag:\"s\"");
+  for (int pass = 0; pass < 2; ++pass) {
+    CHECK(read_all(*a.source, data, 3000, 1) == 0);
+    CHECK(read_all(*b.source, data, 3000, 2) == 0);
+  }
+  CHECK(a.object->reads() == 2);
+  CHECK(b.object->reads() == 5);
+  CHECK(a.source->stats().corrupt + b.source->stats().corrupt == 0);
+}
+
 TEST_CASE("local cache: a crashed writer's temporary file is never read") {
   temp_dir dir("lcache");
   const auto data = bytes_of(3 * block, 4);

@@ -64,8 +64,11 @@ class local_cache {
     index_.drop_other_versions(h, index_.root() / "objects" / key.url, key.version);
   }
 
+  // The file of block `block`, named by its size of block too: processes that share the
+  // directory with other block sizes keep apart blocks whose index and length coincide.
   [[nodiscard]] std::filesystem::path block_path(const cache_key& key, std::uint64_t block) const {
-    return index_.root() / "objects" / key.url / key.version / (std::to_string(block) + ".blk");
+    return index_.root() / "objects" / key.url / key.version /
+           (std::to_string(block) + "-" + std::to_string(config_.block_bytes >> 10) + "k.blk");
   }
 
   // Reads n bytes from byte `at` of block `block` (`length` bytes, of an object of
