@@ -14,11 +14,13 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -230,6 +232,11 @@ TEST_CASE("local cache: a crashed writer's temporary file is never read") {
         reinterpret_cast<const char*>(image.data()), static_cast<std::streamsize>(image.size())); }
   CHECK(read_all(*c.source, data, 4096, 2) == 0);
   CHECK(c.object->reads() == 3);
+  // Once it is old enough that no live writer can own it, the next open removes it.
+  const auto t = fs::last_write_time(dir / "v1/tmp/half.tmp");
+  fs::last_write_time(dir / "v1/tmp/half.tmp", t - std::chrono::hours(1));
+  const local_cache again(config_in(dir.path(), 64 * block));
+  CHECK_FALSE(fs::exists(dir / "v1/tmp/half.tmp"));
 }
 
 TEST_CASE("local cache: an object with a new ETag is never served its old blocks") {
@@ -254,35 +261,46 @@ TEST_CASE("local cache: an object with a new ETag is never served its old blocks
 
 TEST_CASE("local cache: two processes read one object through one directory at once") {
   const auto data = bytes_of(24 * block + 999, 7);
-  for (const std::uint64_t budget : {std::uint64_t{64} * block, std::uint64_t{8} * (block + cache_header_bytes)}) {
-    temp_dir dir("lcache");
-    INFO("budget " << budget);
-    std::vector<pid_t> kids;
-    for (unsigned k = 0; k < 2; ++k) {
-      const pid_t pid = ::fork();
-      REQUIRE(pid >= 0);
-      if (pid == 0) {  // the child reads twice in its own order; its exit status says how it went
-        int status = 0;
-        try {
-          cached c(data, config_in(dir.path(), budget), "etag:\"p\"");
-          for (unsigned pass = 0; pass < 2; ++pass)
-            if (read_all(*c.source, data, 2500, 10 * k + pass) != 0) status = 1;
-          if (bytes_on_disk(dir.path()) > budget) status = 2;
-        } catch (...) {
-          status = 3;
+  const std::uint64_t small = 8 * (block + cache_header_bytes);
+  for (const std::uint64_t budget : {std::uint64_t{64} * block, small}) {
+    // Each child its own cache; or both reading through the source the parent opened before it
+    // forked (the children then share its index's open file: each opens its own for the lock),
+    // the parent reading too.
+    for (const bool inherited : {false, true}) {
+      temp_dir dir("lcache");
+      INFO("budget " << budget << (inherited ? ", the parent's source" : ", their own"));
+      std::optional<cached> parents;
+      if (inherited) parents.emplace(data, config_in(dir.path(), budget), "etag:\"p\"");
+      std::vector<pid_t> kids;
+      for (unsigned k = 0; k < 2; ++k) {
+        const pid_t pid = ::fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {  // the child reads twice in its own order; its exit status says how
+          int status = 0;
+          try {
+            std::optional<cached> own;
+            if (!inherited) own.emplace(data, config_in(dir.path(), budget), "etag:\"p\"");
+            const local_cache_source& s = inherited ? *parents->source : *own->source;
+            for (unsigned pass = 0; pass < 2; ++pass)
+              if (read_all(s, data, 2500, 10 * k + pass) != 0) status = 1;
+            if (bytes_on_disk(dir.path()) > budget) status = 2;
+          } catch (...) {
+            status = 3;
+          }
+          ::_exit(status);
         }
-        ::_exit(status);
+        kids.push_back(pid);
       }
-      kids.push_back(pid);
+      if (inherited) CHECK(read_all(*parents->source, data, 3500, 99) == 0);
+      for (const pid_t pid : kids) {
+        int status = -1;
+        REQUIRE(::waitpid(pid, &status, 0) == pid);
+        CHECK(WIFEXITED(status));
+        CHECK(WEXITSTATUS(status) == 0);
+      }
+      CHECK(bytes_on_disk(dir.path()) <= budget);
+      CHECK(fs::is_empty(dir / "v1/tmp"));
     }
-    for (const pid_t pid : kids) {
-      int status = -1;
-      REQUIRE(::waitpid(pid, &status, 0) == pid);
-      CHECK(WIFEXITED(status));
-      CHECK(WEXITSTATUS(status) == 0);
-    }
-    CHECK(bytes_on_disk(dir.path()) <= budget);
-    CHECK(fs::is_empty(dir / "v1/tmp"));
   }
 }
 

@@ -52,6 +52,7 @@ class local_cache {
       : config_(std::move(c)), index_(config_.directory, config_.max_bytes, counters_) {
     const cache_index::held h(index_);
     (void)index_.make_room(h, 0);
+    index_.remove_stale_temporaries();
   }
 
   [[nodiscard]] const cache_config& config() const noexcept { return config_; }

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <dirent.h>
+#include <sys/types.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -96,6 +97,7 @@ class cache_index {
     if (fd_ < 0)
       throw io_error("cannot open the remote cache's index",
                      os_call_context((root_ / "index").string(), "open", errno));
+    pid_ = ::getpid();
   }
   cache_index(const cache_index&) = delete;
   cache_index& operator=(const cache_index&) = delete;
@@ -109,6 +111,7 @@ class cache_index {
   class held {
    public:
     explicit held(const cache_index& i) : i_(i), m_(i.m_) {
+      i_.own_descriptor();
       while (::flock(i_.fd_, LOCK_EX) != 0 && errno == EINTR) {
       }
     }
@@ -196,6 +199,22 @@ class cache_index {
     set_usage(h, used > dropped ? used - dropped : 0);
   }
 
+  // Removes the temporary files a crashed writer left (older than ten minutes: no live writer
+  // takes that long for one block). At open and at each eviction scan.
+  void remove_stale_temporaries() const noexcept {
+    try {
+      std::error_code ec;
+      const auto now = ::time(nullptr);
+      for (std::filesystem::directory_iterator it(root_ / "tmp", ec), end; !ec && it != end;
+           it.increment(ec)) {
+        struct stat st {};
+        if (::stat(it->path().c_str(), &st) == 0 && now - st.st_mtim.tv_sec > 600)
+          (void)::unlink(it->path().c_str());
+      }
+    } catch (...) {
+    }
+  }
+
   // Unlinks the block file at `path` when it is still the file `fd` has open (under the lock).
   void drop(const held& h, const std::filesystem::path& path, int fd) const noexcept {
     struct stat open_st {}, named_st {};
@@ -209,6 +228,18 @@ class cache_index {
  private:
   static constexpr char magic[8] = {'g', 'f', 'c', 'i', 'd', 'x', '1', '\0'};
 
+  // A process forked from the one that opened the index shares its open file, and with it the
+  // flock (it belongs to the open file): the child opens the index again, so the lock keeps the
+  // two apart (under the mutex).
+  void own_descriptor() const noexcept {
+    if (pid_ == ::getpid()) return;
+    const int fd = ::open((root_ / "index").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return;  // no lock between the two then; blocks stay whole (rename, CRCs)
+    ::close(fd_);
+    fd_ = fd;
+    pid_ = ::getpid();
+  }
+
   struct block_file {
     std::filesystem::path path;
     std::uint64_t bytes = 0;
@@ -220,7 +251,7 @@ class cache_index {
   };
 
   // Every block file, with its size and last use; removes temporary files a crashed writer left
-  // (older than ten minutes: no live writer takes that long for one block).
+  // (remove_stale_temporaries).
   listing scan() const noexcept {
     listing l;
     try {
@@ -235,13 +266,7 @@ class cache_index {
                             std::int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec});
         l.total += bytes;
       }
-      const auto now = ::time(nullptr);
-      for (std::filesystem::directory_iterator it(root_ / "tmp", ec), end; !ec && it != end;
-           it.increment(ec)) {
-        struct stat st {};
-        if (::stat(it->path().c_str(), &st) == 0 && now - st.st_mtim.tv_sec > 600)
-          (void)::unlink(it->path().c_str());
-      }
+      remove_stale_temporaries();
     } catch (...) {  // out of memory for the listing: what was listed so far
     }
     return l;
@@ -250,7 +275,8 @@ class cache_index {
   std::filesystem::path root_;
   std::uint64_t max_;
   cache_counters& counters_;
-  int fd_ = -1;
+  mutable int fd_ = -1;
+  mutable pid_t pid_ = 0;  // the process fd_ was opened by
   mutable std::mutex m_;
 };
 
