@@ -50,7 +50,7 @@ namespace gpufeed::detail::hdf5 {
   return io::owned_source(remote::through_local_cache(std::move(object), url, *cache));
 #else
   throw config_error("the shard is a URL: reading shards over HTTP(S) or S3 needs gpufeed's remote "
-                     "component (link gpufeed::remote; it needs libcurl and OpenSSL)",
+                     "component (link gpufeed::remote; it needs libcurl, OpenSSL and zlib)",
                      file_context(remote::redact_url(url)));
 #endif
 }
