@@ -123,15 +123,19 @@ endif()
 
 # --- remote: gpufeed/detail/remote/ (shards over HTTP(S) and S3: ranged GETs through libcurl;
 # URLs, AWS Signature Version 4 and credentials, whose hashes OpenSSL's libcrypto computes).
+# zlib's CRC-32 checksums the blocks of the node-local cache (local_cache_block.hpp).
 find_package(CURL QUIET)
 find_package(OpenSSL QUIET COMPONENTS Crypto)
-if(CURL_FOUND AND TARGET OpenSSL::Crypto)
-  gpufeed_component(remote gpufeed CURL::libcurl OpenSSL::Crypto)
+if(NOT ZLIB_FOUND)
+  find_package(ZLIB QUIET)
+endif()
+if(CURL_FOUND AND TARGET OpenSSL::Crypto AND ZLIB_FOUND)
+  gpufeed_component(remote gpufeed CURL::libcurl OpenSSL::Crypto ZLIB::ZLIB)
   # Tells the sources' headers (detail/hdf5/url_reader.hpp) that shards may be URLs.
   target_compile_definitions(gpufeed_remote INTERFACE GPUFEED_HAS_REMOTE)
 else()
-  message(STATUS "gpufeed: libcurl or OpenSSL's libcrypto not found (apt install "
-                 "libcurl4-openssl-dev libssl-dev); the remote component is not built")
+  message(STATUS "gpufeed: libcurl, OpenSSL's libcrypto or zlib not found (apt install "
+                 "libcurl4-openssl-dev libssl-dev zlib1g-dev); the remote component is not built")
 endif()
 
 # --- all: every component this build has.

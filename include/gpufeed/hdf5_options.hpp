@@ -78,6 +78,17 @@ struct hdf5_options {
   // (detail/io/mapped_file.hpp). hdf5_shard_info::mapped says what a shard uses.
   enum class read_method { automatic, pread, map };
   read_method reads = read_method::automatic;
+  // A node-local disk cache of the bytes of shards named by URLs (docs/design.md "A node-local
+  // cache of remote shards"): blocks of block_bytes, least recently used evicted past max_bytes,
+  // checksummed, shared by every process of the node that names the same directory. Unset
+  // directory: GPUFEED_REMOTE_CACHE_DIR and GPUFEED_REMOTE_CACHE_BYTES ("64G") when set, else
+  // no cache. A directory without a budget is a config_error.
+  struct remote_cache_options {
+    std::filesystem::path directory;
+    std::uint64_t max_bytes = 0;
+    std::size_t block_bytes = std::size_t{4} << 20;  // a power of two, 64 KiB to 8 MiB
+  };
+  remote_cache_options remote_cache;
 };
 
 enum class hdf5_read_path { pread_raw, pread_decode, h5dread_fallback };

@@ -18,6 +18,7 @@
 #include "gpufeed/error.hpp"
 #include "gpufeed/hdf5_options.hpp"
 #ifdef GPUFEED_HAS_REMOTE
+#include "gpufeed/detail/remote/local_cache_source.hpp"
 #include "gpufeed/detail/remote/object_source.hpp"
 #endif
 
@@ -28,11 +29,15 @@ namespace gpufeed::detail::hdf5 {
   return remote::is_remote_url(p.native());
 }
 
-// The shard at url's bytes (an http_file: ranged GETs, s3:// signed), behind a
-// remote::unit_reads that serves reads as they are until open_shard gives it units. config_error when the URL
+// The shard at url's bytes (an http_file: ranged GETs, s3:// signed), through the node-local
+// cache when hdf5_options::remote_cache or the environment names one (local_cache_source.hpp),
+// behind a remote::unit_reads that serves reads as they are until open_shard gives it units.
+// config_error when the URL
 // or an S3 setting is malformed, when hdf5_options::reads asks for a memory map (a URL has none:
-// its reads are ranged GETs, pread-style), or when the remote component is not linked; io_error
-// naming the URL (redacted) when the object cannot be opened (404, 403, no ranges, no server).
+// its reads are ranged GETs, pread-style), when the remote component is not linked, or when the
+// cache's settings are invalid (resolve_cache_config); io_error naming the URL (redacted) when
+// the object cannot be opened (404, 403, no ranges, no server), naming the cache's directory
+// when it cannot be created.
 [[nodiscard]] inline io::owned_source open_url_reader(const std::string& url,
                                                       const hdf5_options& req) {
   if (req.reads == hdf5_options::read_method::map)
@@ -40,13 +45,18 @@ namespace gpufeed::detail::hdf5 {
                        "are ranged requests; use automatic or pread)",
                        file_context(remote::redact_url(url)));
 #ifdef GPUFEED_HAS_REMOTE
+  const auto cache = remote::resolve_cache_config(
+      req.remote_cache.directory, req.remote_cache.max_bytes, req.remote_cache.block_bytes);
   std::unique_ptr<remote::http_file> f = remote::open_remote_object(url);
   const remote::http_file* object = f.get();  // owned by the unit_reads returned
+  io::owned_source inner = cache ? io::owned_source(remote::through_local_cache(std::move(f), url,
+                                                                                *cache))
+                                 : io::owned_source(std::move(f));
   return io::owned_source(std::make_unique<remote::unit_reads>(
-      io::owned_source(std::move(f)), [object] { return object->stats(); }));
+      std::move(inner), [object] { return object->stats(); }));
 #else
   throw config_error("the shard is a URL: reading shards over HTTP(S) or S3 needs gpufeed's remote "
-                     "component (link gpufeed::remote; it needs libcurl and OpenSSL)",
+                     "component (link gpufeed::remote; it needs libcurl, OpenSSL and zlib)",
                      file_context(remote::redact_url(url)));
 #endif
 }

@@ -1,0 +1,200 @@
+// gpufeed — a byte source that reads a remote object through the node-local cache
+// (local_cache.hpp): the layer between a shard's reads and its http_file (the seam:
+// detail/io/byte_source.hpp).
+//
+// A read is served from the block its offset lies in (the seam continues a read that spans
+// blocks into the next): from the cached block when the cache holds it intact, else the whole
+// block is fetched from the object with one read of the object (a ranged GET), stored, and the
+// read served from the fetched bytes. Threads of this source that want the same missing block
+// at once wait for one fetch rather than each making their own. Processes sharing the cache
+// directory may fetch a block twice at once; one stored copy remains.
+//
+// A block that fails its checksum is dropped and fetched again (cache_stats::corrupt). A failed
+// fetch is the object's failure, reported as the object reported it (the http_file's api text:
+// the request and what happened). size(), name(), close() and reopen() are the object's.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "gpufeed/detail/io/byte_source.hpp"
+#include "gpufeed/detail/remote/http_file.hpp"
+#include "gpufeed/detail/remote/local_cache.hpp"
+
+namespace gpufeed::detail::remote {
+
+class local_cache_source final : public io::byte_source {
+ public:
+  // Reads `object`, which the URL `url` names, through `cache`. `validator` identifies this
+  // version of the object (its ETag, else its Last-Modified; never empty: an object without one
+  // is not cached). Drops the cached blocks of the object's other versions.
+  local_cache_source(std::unique_ptr<io::byte_source> object, const std::string& url,
+                     const std::string& validator, std::shared_ptr<local_cache> cache)
+      : object_(std::move(object)),
+        cache_(std::move(cache)),
+        key_(make_cache_key(cache_key_url(url), validator, object_->size())),
+        block_(cache_->config().block_bytes) {
+    cache_->forget_other_versions(key_);
+  }
+  local_cache_source(const local_cache_source&) = delete;
+  local_cache_source& operator=(const local_cache_source&) = delete;
+  ~local_cache_source() override = default;
+
+  [[nodiscard]] std::uint64_t size() const noexcept override { return object_->size(); }
+  [[nodiscard]] const std::string& name() const noexcept override { return object_->name(); }
+  void close() noexcept override { object_->close(); }
+  void reopen() override { object_->reopen(); }
+
+  // The object read through the cache (its own counters: an http_file's transfer_stats).
+  [[nodiscard]] const io::byte_source& object() const noexcept { return *object_; }
+  // What the cache did for this source's reads (evictions and invalidations are the cache's:
+  // cache().stats(), shared by every source of the process that uses the directory).
+  [[nodiscard]] cache_stats stats() const noexcept { return counters_.snapshot(); }
+  [[nodiscard]] const local_cache& cache() const noexcept { return *cache_; }
+  [[nodiscard]] const cache_key& key() const noexcept { return key_; }
+
+ protected:
+  io::read_attempt read_some(void* dst, std::size_t n, std::uint64_t offset) const noexcept override {
+    const std::uint64_t total = object_->size();
+    if (offset >= total || n == 0) return {0, 0};
+    const std::uint64_t block = offset / block_;
+    const std::uint64_t start = block * block_;
+    const auto length = static_cast<std::uint32_t>(std::min<std::uint64_t>(block_, total - start));
+    const auto at = static_cast<std::size_t>(offset - start);
+    n = std::min<std::size_t>(n, length - at);
+    switch (cache_->read(key_, block, total, length, at, dst, n)) {
+      case local_cache::found::hit:
+        counters_.add(cache_counters::hits);
+        counters_.add(cache_counters::bytes_local, n);
+        return {n, 0};
+      case local_cache::found::corrupt:
+        counters_.add(cache_counters::corrupt);
+        break;
+      case local_cache::found::absent:
+        break;
+    }
+    return fetch(block, length, at, dst, n);
+  }
+  [[nodiscard]] const char* api(bool /*scatter*/) const noexcept override {
+    return last_failure.source == this ? last_failure.text : "remote cache read";
+  }
+
+ private:
+  // One fetch of a block, which the threads that want it meanwhile wait for.
+  struct pending {
+    std::mutex m;
+    std::condition_variable cv;
+    bool done = false;
+    std::vector<std::byte> bytes;
+    io::read_outcome outcome;
+    std::string why;  // the object's api text when the fetch failed
+  };
+
+  io::read_attempt fetch(std::uint64_t block, std::uint32_t length, std::size_t at, void* dst,
+                         std::size_t n) const noexcept {
+    std::shared_ptr<pending> p;
+    bool mine = false;
+    try {
+      const std::lock_guard<std::mutex> lock(m_);
+      auto& slot = inflight_[block];
+      if (!slot) {
+        slot = std::make_shared<pending>();
+        mine = true;
+      }
+      p = slot;
+    } catch (...) {
+      return {0, ENOMEM};
+    }
+    if (mine) {
+      io::read_outcome o;
+      bool stored = false;
+      try {
+        p->bytes.resize(length);
+        // Another thread's fetch may have stored it since this one looked: read it back then.
+        stored = cache_->read(key_, block, object_->size(), length, 0, p->bytes.data(), length) ==
+                 local_cache::found::hit;
+        if (!stored) o = object_->try_read(p->bytes.data(), length, block * block_);
+        if (!o.ok()) p->why = o.api;
+      } catch (...) {
+        o = {io::read_outcome::stop::failed, ENOMEM, "", block * block_};
+      }
+      if (o.ok() && !stored) {
+        counters_.add(cache_counters::misses);
+        counters_.add(cache_counters::bytes_fetched, length);
+        cache_->count_fetch(length);
+        cache_->store(key_, block, object_->size(), p->bytes);
+      }
+      {
+        const std::lock_guard<std::mutex> lock(p->m);
+        p->outcome = o;
+        p->done = true;
+      }
+      p->cv.notify_all();
+      const std::lock_guard<std::mutex> lock(m_);
+      inflight_.erase(block);
+    } else {
+      std::unique_lock<std::mutex> lock(p->m);
+      p->cv.wait(lock, [&] { return p->done; });
+    }
+    const io::read_outcome& o = p->outcome;
+    if (o.ok()) {
+      std::memcpy(dst, p->bytes.data() + at, n);
+      return {n, 0};
+    }
+    if (o.why == io::read_outcome::stop::ended) {  // the object ended early: serve what came
+      const std::uint64_t got = o.at - block * block_;
+      if (got > at) {
+        const std::size_t k = std::min<std::size_t>(n, static_cast<std::size_t>(got - at));
+        std::memcpy(dst, p->bytes.data() + at, k);
+        return {k, 0};
+      }
+      return {0, 0};
+    }
+    last_failure.source = this;
+    std::snprintf(last_failure.text, sizeof last_failure.text, "%s",
+                  p->why.empty() ? "remote cache: fetching a block failed" : p->why.c_str());
+    return {0, o.err ? o.err : EIO};
+  }
+
+  std::unique_ptr<io::byte_source> object_;
+  std::shared_ptr<local_cache> cache_;
+  cache_key key_;
+  std::uint64_t block_;
+  mutable cache_counters counters_;
+  mutable std::mutex m_;
+  mutable std::unordered_map<std::uint64_t, std::shared_ptr<pending>> inflight_;
+};
+
+// What the node-local cache did for the reads of `s` (a URL shard's reader) when it reads
+// through one, else nullopt.
+[[nodiscard]] inline std::optional<cache_stats> cache_stats_of(const io::byte_source& s) noexcept {
+  if (const auto* c = dynamic_cast<const local_cache_source*>(&s)) return c->stats();
+  return std::nullopt;
+}
+
+// Reads `object` (opened from `url`: http(s):// or s3://) through the cache `config` names (the
+// process's shared_local_cache for its directory), or returns it as it is when it has no
+// validator (no ETag or Last-Modified: a changed object could not be told from the cached one).
+// io_error as local_cache's constructor.
+[[nodiscard]] inline std::unique_ptr<io::byte_source> through_local_cache(
+    std::unique_ptr<http_file> object, const std::string& url, const cache_config& config) {
+  const object_identity& id = object->identity();
+  const std::string validator = !id.etag.empty()            ? "etag:" + id.etag
+                                : !id.last_modified.empty() ? "lm:" + id.last_modified
+                                                            : std::string();
+  if (validator.empty()) return object;
+  return std::make_unique<local_cache_source>(std::move(object), url, validator,
+                                              shared_local_cache(config));
+}
+
+}  // namespace gpufeed::detail::remote
