@@ -41,6 +41,7 @@ source "$root/bench/run_steps.sh"  # step NAME LIMIT RESULT COMMAND...
   echo "machine: $(nproc) cores, $(uname -sr), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
   echo "nginx: $(nginx -v 2>&1)"
   echo "curl: $(curl --version | head -1)"
+  echo "load before: $(cat /proc/loadavg) (other processes share the cores: figures move with it)"
   echo "files $files x ~$file_kib KiB, shards of $shard_mib MiB (lz4), workers $workers," \
        "prefetch $prefetch, $seconds s per run, cache ${CACHE_MIB:-256} MiB, fault rate $fault_rate"
 } >>"$log"
@@ -113,4 +114,5 @@ for order in block_shuffled shuffled; do
     "$data/shards"
 done
 
+echo "load after: $(cat /proc/loadavg)" >>"$log"
 "${helper[@]}" table "$out" 2>&1 | tee -a "$log"
