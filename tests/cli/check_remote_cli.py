@@ -9,10 +9,13 @@ the end, everything in a temporary directory), then:
     report prints its remote table;
   - `gpufeed doctor --data http://.../missing.h5` (with a password and a signature in the URL):
     exit status 1, the storage check failed naming the URL (redacted) and the 404, the loader
-    not run, and neither secret printed anywhere.
+    not run, and neither secret printed anywhere;
+  - `gpufeed doctor --data URL` against fault_server.py answering 403 to every request, and
+    against nginx over HTTPS under a certificate this machine does not trust (made with the
+    openssl tool; skipped without it): the storage check fails with the 403 / TLS hint.
 Every command runs under a timeout. Exit 77 (skipped) when nginx is not installed.
 
-  check_remote_cli.py GPUFEED WORK_DIR
+  check_remote_cli.py GPUFEED WORK_DIR FAULT_SERVER
 """
 import json
 import os
@@ -38,13 +41,13 @@ def run(cmd):
     return r
 
 
-def start_nginx(work, root):
+def start_nginx(work, root, tls=False):
     nginx = shutil.which("nginx") or next(
         (p for p in ("/usr/sbin/nginx", "/sbin/nginx") if os.access(p, os.X_OK)), None)
     if not nginx:
         print("SKIP: nginx is not installed (scripts/setup.sh installs it)")
         sys.exit(77)
-    d = os.path.join(work, "nginx")
+    d = os.path.join(work, "nginx-tls" if tls else "nginx")
     os.makedirs(d, exist_ok=True)
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -57,7 +60,12 @@ def start_nginx(work, root):
         for t in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
             c.write("  %s_temp_path %s/%s;\n" % (t, d, t))
         c.write("  default_type application/octet-stream;\n")
-        c.write("  server {\n    listen 127.0.0.1:%d;\n    root %s;\n  }\n}\n" % (port, root))
+        c.write("  server {\n    listen 127.0.0.1:%d%s;\n    root %s;\n" %
+                (port, " ssl" if tls else "", root))
+        if tls:
+            c.write("    ssl_certificate %s/cert.pem;\n    ssl_certificate_key %s/key.pem;\n"
+                    % (d, d))
+        c.write("  }\n}\n")
     p = subprocess.Popen([nginx, "-p", d + "/", "-c", os.path.join(d, "nginx.conf"), "-e",
                           os.path.join(d, "error.log")])
     end = time.monotonic() + 10
@@ -69,6 +77,19 @@ def start_nginx(work, root):
             time.sleep(0.05)
     p.kill()
     fail("nginx did not start")
+
+
+def storage_check(r):
+    """The doctor's storage check from its JSON report."""
+    checks = {c["id"]: c for c in json.loads(r.stdout)["checks"]}
+    return checks["storage"]
+
+
+def check_fails_with(r, url, hint, what):
+    st = storage_check(r)
+    if r.returncode != 1 or st["status"] != "fail" or url not in st["summary"] or \
+            hint not in st["hint"]:
+        fail("doctor --data %s: exit %d, storage check %r" % (what, r.returncode, st))
 
 
 def positive(obj, keys, where):
@@ -151,6 +172,41 @@ def main():
     finally:
         server.kill()
         server.wait()
+
+    # 403 from a store that refuses every request.
+    fs = subprocess.Popen([sys.executable, sys.argv[3], "--root", os.path.join(work, "www"),
+                           "--fault", "forbidden", "--rate", "1"], stdout=subprocess.PIPE,
+                          text=True)
+    try:
+        port = int(fs.stdout.readline().split()[1])
+        url = "http://127.0.0.1:%d/shards/manifest.json" % port
+        r = run([gpufeed, "doctor", "--data", url, "--json", "--loader-seconds", "1"])
+        check_fails_with(r, url, "refused access (403)", "a 403")
+    finally:
+        fs.kill()
+        fs.wait()
+
+    # TLS: a certificate nobody here trusts.
+    openssl = shutil.which("openssl")
+    if not openssl:
+        print("openssl is not installed: the TLS case is not checked")
+    else:
+        d = os.path.join(work, "nginx-tls")
+        os.makedirs(d, exist_ok=True)
+        subprocess.run([openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2", "-subj",
+                        "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout",
+                        os.path.join(d, "key.pem"), "-out", os.path.join(d, "cert.pem")],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=LIMIT,
+                       check=True)
+        server, port = start_nginx(work, os.path.join(work, "www"), tls=True)
+        try:
+            url = "https://127.0.0.1:%d/shards/manifest.json" % port
+            r = run([gpufeed, "doctor", "--data", url, "--json", "--loader-seconds", "1"])
+            check_fails_with(r, url, "TLS handshake failed", "an untrusted certificate")
+        finally:
+            server.kill()
+            server.wait()
     print("OK")
 
 

@@ -216,7 +216,14 @@ void run_bench(const Source& src, const bench_args& a, const std::vector<std::fi
   }
 #endif
   if (!net.remote && !a.no_storage) st = measure_storage(a.data, a.seconds / 4);
-  if (a.no_storage) st.note = "not measured (--no-storage)";
+  if (a.no_storage) {
+    st.note = "not measured (--no-storage)";
+    if (!net.remote) {  // the files' size alone, for the report's first line
+      const doc::file_listing list = doc::list_data_files(a.data, 1'000'000);
+      st.files = list.files.size();
+      st.total_bytes = list.total_bytes;
+    }
+  }
 
   const order_choice order = choose_order(src, a.order);
   const double loader_share = a.no_storage ? 1.0 : 0.75;  // the rest: the storage pass
