@@ -4,8 +4,8 @@
 #   bash bench/run_remote.sh [GPUFEED]   # the gpufeed CLI (default: build/tools/gpufeed)
 # Data (in DATA_DIR, default /tmp/gpufeed-remote-data): FILES files of about FILE_KIB KiB (half
 # random, half repeated bytes), packed by `gpufeed pack --compress lz4` into shards of SHARD_MIB.
-# `gpufeed bench` runs with --no-storage and --cache-mib CACHE_MIB (256; see below). Steps, each
-# bounded (bench/run_steps.sh), all within BUDGET_SECONDS:
+# `gpufeed bench` runs with --no-storage and, when CACHE_MIB is set, --cache-mib CACHE_MIB (see
+# below). Steps, each bounded (bench/run_steps.sh), all within BUDGET_SECONDS:
 #  (b) nginx serves the shards; `gpufeed bench URL/manifest.json` in block_shuffled and shuffled
 #      order (WORKERS workers, PREFETCH prefetch, SECONDS_PER_RUN each), nginx logging every
 #      request's Range;
@@ -43,7 +43,8 @@ source "$root/bench/run_steps.sh"  # step NAME LIMIT RESULT COMMAND...
   echo "curl: $(curl --version | head -1)"
   echo "load before: $(cat /proc/loadavg) (other processes share the cores: figures move with it)"
   echo "files $files x ~$file_kib KiB, shards of $shard_mib MiB (lz4), workers $workers," \
-       "prefetch $prefetch, $seconds s per run, cache ${CACHE_MIB:-256} MiB, fault rate $fault_rate"
+       "prefetch $prefetch, $seconds s per run, cache ${CACHE_MIB:+$CACHE_MIB MiB}${CACHE_MIB:-automatic}," \
+       "fault rate $fault_rate"
 } >>"$log"
 
 if [ ! -f "$data/shards/manifest.json" ]; then
@@ -54,13 +55,15 @@ fi
 du -sb "$data/shards" >>"$log"
 
 # One loader configuration per run, no storage pass (its requests would mix with the loader's in
-# nginx's log), and a decoded-chunk cache of CACHE_MIB, below the data's decoded size, so that
-# every epoch fetches and decodes again, as over data larger than memory (the automatic cache,
-# up to 4 GiB, would hold these shards after their first epoch). block_shuffled needs about
-# 200 MiB of cache here (its window, decoded ahead, and the look-ahead): with less it decodes
-# chunks again within an epoch.
+# nginx's log). The decoded-chunk cache is the automatic one unless CACHE_MIB is set: what
+# block_shuffled's window, decoded ahead, and the look-ahead need (about 330 MiB at the default
+# knobs), below these shards' decoded size (about 540 MiB), so that every epoch fetches and
+# decodes again, as over data larger than memory. An explicit budget below that need decodes
+# some chunks twice per epoch in block_shuffled order (1.3x at 256 MiB).
+cache=()
+[ -n "${CACHE_MIB:-}" ] && cache=(--cache-mib "$CACHE_MIB")
 bench=("$gpufeed" bench --json --seconds "$seconds" --workers "$workers" --prefetch "$prefetch"
-       --no-storage --cache-mib "${CACHE_MIB:-256}")
+       --no-storage "${cache[@]}")
 limit=$(( seconds * 2 + 30 ))
 
 # --- nginx on the loopback ---
@@ -90,7 +93,7 @@ for order in block_shuffled shuffled; do
 done
 # gpufeed's own ranged GETs alone (the bench's storage pass: one stream, then WORKERS at once).
 step http_ranged "$limit" "$out/http_ranged.json" "$gpufeed" bench --json --seconds "$seconds" \
-  --workers "$workers" --prefetch "$prefetch" --cache-mib "${CACHE_MIB:-256}" \
+  --workers "$workers" --prefetch "$prefetch" "${cache[@]}" \
   --order block_shuffled "$base/shards/manifest.json"
 kill "$nginx_pid" 2>/dev/null; wait "$nginx_pid" 2>/dev/null
 
