@@ -43,7 +43,7 @@ source "$root/bench/run_steps.sh"  # step NAME LIMIT RESULT COMMAND...
   echo "curl: $(curl --version | head -1)"
   echo "load before: $(cat /proc/loadavg) (other processes share the cores: figures move with it)"
   echo "files $files x ~$file_kib KiB, shards of $shard_mib MiB (lz4), workers $workers," \
-       "prefetch $prefetch, $seconds s per run, cache ${CACHE_MIB:+$CACHE_MIB MiB}${CACHE_MIB:-automatic}," \
+       "prefetch $prefetch, $seconds s per run, cache ${CACHE_MIB:-automatic} (MiB when set)," \
        "fault rate $fault_rate"
 } >>"$log"
 
