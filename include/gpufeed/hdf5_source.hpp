@@ -95,8 +95,10 @@
 
 #include "gpufeed/decode_stats.hpp"
 #include "gpufeed/detail/hdf5/decode_unit.hpp"
+#include "gpufeed/detail/hdf5/manifest_url.hpp"
 #include "gpufeed/detail/hdf5/read_ahead.hpp"
 #include "gpufeed/detail/hdf5/record_names.hpp"
+#include "gpufeed/detail/hdf5/remote_transfers.hpp"
 #include "gpufeed/detail/hdf5/shard_descriptions.hpp"
 #include "gpufeed/detail/hdf5/source_reader.hpp"
 #include "gpufeed/detail/hdf5/source_state.hpp"
@@ -124,7 +126,8 @@ class hdf5_source {
   // directory without a complete manifest (the pack did not finish) is a format_error.
   // A shard may be a URL instead of a path: "http://…", "https://…" or "s3://bucket/key" (with
   // the remote component linked, gpufeed::remote), read with ranged GETs (never mapped; no
-  // manifest is looked for beside it; docs/design.md, "Shards from URLs").
+  // manifest is looked for beside it; docs/design.md, "Shards from URLs"). One URL of a pack's
+  // manifest.json stands for the shards it lists, named by URLs beside it.
   explicit hdf5_source(const std::filesystem::path& shard, hdf5_options options = {})
       : hdf5_source(std::vector<std::filesystem::path>{shard}, std::move(options)) {}
 
@@ -138,7 +141,9 @@ class hdf5_source {
 
   explicit hdf5_source(std::vector<std::filesystem::path> shards, hdf5_options options = {})
       : state_(std::make_shared<detail::hdf5::source_state>(
-            detail::expand_pack_directory(std::move(shards), "hdf5"), options)) {}
+            detail::expand_pack_directory(
+                detail::hdf5::expand_manifest_url(std::move(shards), "hdf5"), "hdf5"),
+            options)) {}
 
   hdf5_source(const hdf5_source&) = delete;
   hdf5_source& operator=(const hdf5_source&) = delete;
@@ -295,6 +300,12 @@ class hdf5_source {
     if (detail::hdf5::is_shard_url(st.space.path(k))) return std::nullopt;
     return detail::hdf5::read_record_name(st.file_of(i), st.first(k + 1) - st.first(k),
                                           i - st.first(k), i);
+  }
+
+  // What the requests of its URL shards came to so far, summed over the opened shards
+  // (detail/hdf5/remote_transfers.hpp); all 0 when no shard is a URL.
+  [[nodiscard]] detail::remote::transfer_stats remote_transfers() const noexcept {
+    return state_ ? detail::hdf5::remote_transfers(*state_) : detail::remote::transfer_stats{};
   }
 
   // Shards opened so far (1 after construction with lazy opening, every one with eager).

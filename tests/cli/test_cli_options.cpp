@@ -30,7 +30,7 @@ std::string value_for(const std::string& name) {
       {"--shard-size", "2MiB"},  {"--chunk-size", "64KiB"}, {"--deflate", "3"},
       {"--seed", "7"},           {"--threads", "3"},        {"--seconds", "2"},
       {"--workers", "3"},      {"--prefetch", "4"},       {"--max-gib", "2"},
-      {"--loader-seconds", "2"}, {"--output", "dir2"},
+      {"--loader-seconds", "2"}, {"--output", "dir2"},       {"--cache-mib", "16"},
   };
   const auto it = v.find(name);
   return it == v.end() ? "x7" : it->second;

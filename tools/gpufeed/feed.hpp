@@ -53,10 +53,25 @@ inline std::vector<std::filesystem::path> find_shards(const std::string& data, b
   return {shards.begin(), shards.end()};
 }
 
+// find_shards, and for a URL (http://, https://, s3://): the shards of a pack's manifest.json
+// there (detail/hdf5/manifest_url.hpp), else the one HDF5 shard it names. Errors as find_shards
+// and, for a URL, manifest_url_shards.
+inline std::vector<std::filesystem::path> find_data_shards(const std::string& data, bool& lmdb) {
+  if (!detail::remote::is_remote_url(data)) return find_shards(data, lmdb);
+  lmdb = false;
+  return detail::hdf5::expand_manifest_url({std::filesystem::path(data)}, "hdf5");
+}
+
+// DATA as reports show it: a URL redacted (no userinfo, no secret query values).
+inline std::string shown_data(const std::string& data) {
+  return detail::remote::is_remote_url(data) ? detail::remote::redact_url(data) : data;
+}
+
 // Which HDF5 datasets a run reads (--dataset, --labels); LMDB shards have neither.
 struct dataset_choice {
   std::string dataset = "data";
   std::optional<std::string> labels;  // unset: hdf5_options' default ("labels" when present)
+  std::optional<std::size_t> cache_bytes;  // unset: hdf5_options' automatic decode cache budget
 };
 
 // Calls f(source) with an hdf5_source or an lmdb_source over the shards; returns false (without
@@ -71,6 +86,7 @@ bool with_source(const std::vector<std::filesystem::path>& shards, bool lmdb, F&
     hdf5_options o;
     o.dataset = d.dataset;
     o.label_dataset = d.labels;
+    o.decode_cache_bytes = d.cache_bytes;
     f(hdf5_source(shards, o));
   }
   return true;

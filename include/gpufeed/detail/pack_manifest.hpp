@@ -55,13 +55,10 @@ struct pack_manifest {
   std::vector<std::string> order;  // the shards' file names, in record order
 };
 
-// The manifest at p, or nullopt when the file is absent or is not a gpufeed pack manifest.
-inline std::optional<pack_manifest> read_pack_manifest(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  if (!in) return std::nullopt;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string t = ss.str();
+// The manifest whose text is t (read from p, which it records), or nullopt when t is not a
+// gpufeed pack manifest.
+inline std::optional<pack_manifest> parse_pack_manifest(const std::string& t,
+                                                        const std::filesystem::path& p) {
   if (t.find("\"kind\": \"gpufeed pack manifest\"") == std::string::npos) return std::nullopt;
   const auto number_after = [&](std::size_t from, std::size_t end, const char* key)
       -> std::optional<std::uint64_t> {
@@ -123,6 +120,15 @@ inline std::optional<pack_manifest> read_pack_manifest(const std::filesystem::pa
     m.order.push_back(name);
   }
   return m;
+}
+
+// The manifest at p, or nullopt when the file is absent or is not a gpufeed pack manifest.
+inline std::optional<pack_manifest> read_pack_manifest(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_pack_manifest(ss.str(), p);
 }
 
 // Bytes at each end of a shard file that its fingerprint covers.
