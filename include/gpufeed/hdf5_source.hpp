@@ -98,7 +98,6 @@
 #include "gpufeed/detail/hdf5/manifest_url.hpp"
 #include "gpufeed/detail/hdf5/read_ahead.hpp"
 #include "gpufeed/detail/hdf5/record_names.hpp"
-#include "gpufeed/detail/hdf5/remote_transfers.hpp"
 #include "gpufeed/detail/hdf5/shard_descriptions.hpp"
 #include "gpufeed/detail/hdf5/source_reader.hpp"
 #include "gpufeed/detail/hdf5/source_state.hpp"
@@ -300,12 +299,6 @@ class hdf5_source {
     if (detail::hdf5::is_shard_url(st.space.path(k))) return std::nullopt;
     return detail::hdf5::read_record_name(st.file_of(i), st.first(k + 1) - st.first(k),
                                           i - st.first(k), i);
-  }
-
-  // What the requests of its URL shards came to so far, summed over the opened shards
-  // (detail/hdf5/remote_transfers.hpp); all 0 when no shard is a URL.
-  [[nodiscard]] detail::remote::transfer_stats remote_transfers() const noexcept {
-    return state_ ? detail::hdf5::remote_transfers(*state_) : detail::remote::transfer_stats{};
   }
 
   // Shards opened so far (1 after construction with lazy opening, every one with eager).

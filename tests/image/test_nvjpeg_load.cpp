@@ -430,7 +430,7 @@ namespace {
 // A fake header the fake library reads (fake_nvjpeg.cpp): FF D8 'G' 'F', width, height (big
 // endian), components, subsampling, flags.
 std::vector<std::byte> fake_jpeg(std::uint32_t w, std::uint32_t h, int components,
-                                 nv::chroma_subsampling css, int flags = 0) {
+                                 nv::chroma_subsampling css, int flags = 0, bool eoi = true) {
   std::vector<std::byte> b;
   for (int v : {0xFF, 0xD8, int{'G'}, int{'F'}}) b.push_back(static_cast<std::byte>(v));
   for (std::uint32_t v : {w, h})
@@ -438,6 +438,8 @@ std::vector<std::byte> fake_jpeg(std::uint32_t w, std::uint32_t h, int component
   b.push_back(static_cast<std::byte>(components));
   b.push_back(static_cast<std::byte>(static_cast<signed char>(static_cast<int>(css))));
   b.push_back(static_cast<std::byte>(flags));
+  if (eoi)
+    for (int v : {0xFF, 0xD9}) b.push_back(static_cast<std::byte>(v));
   return b;
 }
 
@@ -476,6 +478,7 @@ TEST_CASE("batch plan: GPU, CPU fallback or a typed error naming shard and recor
         fake_jpeg(0, 10, 3, css::css_420),                 // 7 size 0: corrupt
         {std::byte{0x12}, std::byte{0x34}, std::byte{0x56}},  // 8 not a JPEG: the CPU's to judge
         {std::byte{0xFF}, std::byte{0xD8}, std::byte{0}},  // 9 cut short: corrupt
+        fake_jpeg(640, 480, 3, css::css_420, 0, false),    // 10 no EOI: the CPU's to judge
     };
     std::vector<nv::batch_item> items;
     for (std::size_t i = 0; i < bytes.size(); ++i) {
@@ -509,6 +512,8 @@ TEST_CASE("batch plan: GPU, CPU fallback or a typed error naming shard and recor
     CHECK(plan[8].to == nv::route::cpu);
     CHECK(plan[8].why == "not a JPEG");
     CHECK(nv::decoded_bytes(plan[8]) == 0);
+    CHECK(plan[10].to == nv::route::cpu);
+    CHECK(plan[10].why == "no EOI marker at its end (cut short)");
     for (std::size_t i : {7u, 9u}) {
       CAPTURE(i);
       CHECK(plan[i].to == nv::route::failed);

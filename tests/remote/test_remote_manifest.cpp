@@ -1,6 +1,6 @@
 // A pack's manifest.json named by a URL stands for the shards it lists, named by URLs beside it
 // (detail/hdf5/manifest_url.hpp): hdf5_source over the manifest's URL reads the same records as
-// the local pack directory, its transfer counters (hdf5_source::remote_transfers) count the
+// the local pack directory, its remote counters (hdf5_source::remote_stats) count the
 // requests and bytes; a manifest of LMDB shards, one that is not a manifest, and one that is not
 // there are typed errors naming the URL. nginx serves the files the test writes; skips without it.
 #include <doctest/doctest.h>
@@ -112,14 +112,16 @@ TEST_CASE("hdf5_source over a manifest.json URL reads the pack's shards in the m
   }
   CHECK(differ == 0);
   // The requests that read them are counted; a local source counts none.
-  const auto t = remote.remote_transfers();
+  const remote_stats t = remote.remote_stats();
+  CHECK(t.remote);
   CHECK(t.requests > 0);
-  CHECK(t.bytes > 0);
+  CHECK(t.bytes_fetched > 0);
   CHECK(t.failures == 0);
   std::uint64_t histogram = 0;
   for (const auto c : t.latency_us) histogram += c;
   CHECK(histogram == t.requests);
-  CHECK(local.remote_transfers().requests == 0);
+  CHECK_FALSE(local.remote_stats().remote);
+  CHECK(local.remote_stats().requests == 0);
 }
 
 TEST_CASE("a manifest URL of LMDB shards, of another tool, or not there is a typed error") {

@@ -111,14 +111,14 @@ struct remote_side {
 template <class Source>
 sweep_point run_point(const Source& src, const feed_settings& s, bool remote) {
   sweep_point p{s.workers, s.prefetch, {}, {}};
-  if constexpr (requires { src.remote_transfers(); }) {
+  if constexpr (remote_stats_source<Source>) {
 #ifdef GPUFEED_HAS_REMOTE
     if (remote) {
       src.drop_decoded_chunks();
-      const auto before = src.remote_transfers();
+      const remote_stats before = src.remote_stats();
       p.r = run_feed(src, s);
-      const auto d = transfers_between(before, src.remote_transfers());
-      p.net = {true, d.requests, d.bytes, d.retries, d.failures, latency_quantile_ms(d, 0.5),
+      const remote_stats d = since(src.remote_stats(), before);
+      p.net = {true, d.requests, d.bytes_fetched, d.retries, d.failures, latency_quantile_ms(d, 0.5),
                latency_quantile_ms(d, 0.99)};
       return p;
     }

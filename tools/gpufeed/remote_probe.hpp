@@ -1,6 +1,6 @@
 // The gpufeed CLI's remote measurements, shared by bench and doctor for DATA given as a URL
 // (http://, https://, s3://, or a pack's manifest.json there): the shards' URLs, the request
-// figures of a loader run (the source's transfer counters, hdf5_source::remote_transfers), and
+// figures of a loader run (the source's remote counters, hdf5_source::remote_stats), and
 // the raw ranged-GET rates of the objects, one stream and several at once, read through the
 // library's own HTTP reader (detail/remote/object_source.hpp) so that they are what the loader's
 // requests can reach. Nothing here prints a URL unredacted or a credential.
@@ -19,10 +19,10 @@
 #include <vector>
 
 #include "gpufeed/detail/hdf5/manifest_url.hpp"
-#include "gpufeed/detail/hdf5/remote_transfers.hpp"
 #include "gpufeed/detail/remote/object_source.hpp"
 #include "gpufeed/detail/remote/transfer_stats.hpp"
 #include "gpufeed/detail/remote/url.hpp"
+#include "gpufeed/remote_stats.hpp"
 
 namespace gpufeed::cli {
 
@@ -35,29 +35,15 @@ namespace rem = gpufeed::detail::remote;
   return detail::hdf5::expand_manifest_url({std::filesystem::path(data)}, "hdf5");
 }
 
-// The counters' growth from `before` to `after` (a run's share of a source's totals).
-[[nodiscard]] inline rem::transfer_stats transfers_between(const rem::transfer_stats& before,
-                                                           const rem::transfer_stats& after) {
-  rem::transfer_stats d = after;
-  d.requests -= before.requests;
-  d.bytes -= before.bytes;
-  d.retries -= before.retries;
-  d.short_bodies -= before.short_bodies;
-  d.failures -= before.failures;
-  d.latency_us_sum -= before.latency_us_sum;
-  for (std::size_t k = 0; k < rem::latency_buckets; ++k) d.latency_us[k] -= before.latency_us[k];
-  return d;
-}
-
 // The q-quantile (0..1) of the request latencies in milliseconds, from the power-of-two
 // histogram: linear within the bucket that holds it, so good to a factor of two at worst.
-[[nodiscard]] inline double latency_quantile_ms(const rem::transfer_stats& s, double q) {
+[[nodiscard]] inline double latency_quantile_ms(const remote_stats& s, double q) {
   std::uint64_t n = 0;
   for (const auto c : s.latency_us) n += c;
   if (n == 0) return 0;
   const double want = q * static_cast<double>(n);
   double seen = 0;
-  for (std::size_t k = 0; k < rem::latency_buckets; ++k) {
+  for (std::size_t k = 0; k < remote_latency_buckets; ++k) {
     const double c = static_cast<double>(s.latency_us[k]);
     if (c > 0 && seen + c >= want) {
       const double lo = k == 0 ? 0.0 : static_cast<double>(std::uint64_t{1} << k);
@@ -66,7 +52,7 @@ namespace rem = gpufeed::detail::remote;
     }
     seen += c;
   }
-  return static_cast<double>(std::uint64_t{1} << rem::latency_buckets) / 1000.0;
+  return static_cast<double>(std::uint64_t{1} << remote_latency_buckets) / 1000.0;
 }
 
 // The sizes of the objects at `urls` (one opening request each): the dataset's bytes.

@@ -12,7 +12,9 @@
 //   decoder does not take (4:1:1, 4:1:0, unknown), a status of NVJPEG_STATUS_JPEG_NOT_SUPPORTED
 //   from the header read (TurboJPEG may still decode it, or raises its own error), or — on the
 //   hardware backend — nvjpegDecodeBatchedSupported's "no" (progressive, 12-bit, other
-//   subsamplings the engines do not take). `why` says which.
+//   subsamplings the engines do not take), or no EOI marker near its end (cut short: nvJPEG's
+//   hardware engines decode what is there without an error, TurboJPEG reports "Premature end of
+//   JPEG file" as a corrupt_error). `why` says which.
 // - gpu: everything else.
 // Every error names the JPEG's shard and record (the caller's `where`).
 #pragma once
@@ -82,6 +84,16 @@ constexpr bool batched_subsampling(chroma_subsampling c) noexcept {
   }
 }
 
+// Whether the JPEG's last marker, within its last 4 KiB (trailing bytes after EOI are allowed),
+// is EOI (FF D9). In entropy-coded data an FF byte is followed only by 00 or a restart marker, so
+// FF D9 there is the end of the image.
+inline bool ends_with_eoi(std::span<const std::byte> b) noexcept {
+  const std::size_t n = b.size(), stop = n > 4096 ? n - 4096 : 0;
+  for (std::size_t i = n; i >= stop + 2; --i)
+    if (b[i - 2] == std::byte{0xFF} && b[i - 1] == std::byte{0xD9}) return true;
+  return false;
+}
+
 // The route of one JPEG. `stream` is a parse target for the hardware check (reused per call).
 inline planned_image plan_one(const library& lib, handle_t h, const batch_item& item,
                               const plan_limits& limits, jpeg_stream_t stream) {
@@ -137,6 +149,11 @@ inline planned_image plan_one(const library& lib, handle_t h, const batch_item& 
         p.why = "the hardware decoder does not take it (nvjpegDecodeBatchedSupported)";
         return p;
       }
+    }
+    if (!ends_with_eoi(item.bytes)) {
+      p.to = route::cpu;
+      p.why = "no EOI marker at its end (cut short)";
+      return p;
     }
     p.to = route::gpu;
   } catch (const library_error&) {
