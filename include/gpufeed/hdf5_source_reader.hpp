@@ -71,6 +71,13 @@ class hdf5_source::reader {
                     detail::device_decode::unit_directory& dir) noexcept {
     return impl_.stage_device(i, dst, w, dir);
   }
+  // Stages the units records [i, i + count) are decoded from into the batch of work `w`, ahead
+  // of their need (block_shuffled's next window), where the device cache does not hold them.
+  void stage_device_unit(std::uint64_t i, std::uint64_t count,
+                         detail::device_decode::batch_work& w,
+                         detail::device_decode::unit_directory& dir) noexcept {
+    impl_.stage_device_unit(i, count, w, dir);
+  }
   // Helps stage the units the batch of work `w` stages ahead of need, once this reader's task
   // has staged its own records (sequential order: docs/design.md, "GPU decode in the loader").
   void stage_device_ahead(detail::device_decode::batch_work& w,

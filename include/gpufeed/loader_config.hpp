@@ -103,6 +103,7 @@ struct loader_config {
   // while this one is read and its first batches need no burst of decodes; the decoded-chunk
   // cache then holds two windows. On by default (it removes the workers' idle time at window
   // starts: docs/design.md, "HDF5 compressed chunks"); false halves the cache for the same window.
+  // Decoding on the device, the share is staged for the device with the batch instead.
   bool decode_ahead = true;
   decode_site decode = decode_site::automatic;
   // Device memory for decoded units when decoding there; 0 = automatic (two windows of

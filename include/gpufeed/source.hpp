@@ -263,7 +263,8 @@ concept confirming_reader = requires(R& r, std::uint64_t i) {
 // reader's r.stage_device(i, dst, work, directory) (noexcept) stages record i for the device
 // instead of reading it, or returns false for the loader to read it on the host;
 // r.stage_device_ahead(work, directory) (noexcept), called at the end of each of a batch's tasks,
-// helps stage the units the batch stages ahead of need.
+// helps stage the units the batch stages ahead of need; r.stage_device_unit(i, n, work,
+// directory) (noexcept) stages the units records [i, i + n) are decoded from ahead of need.
 template <class S>
 using source_reader_t = decltype(std::declval<const S&>().make_reader());
 
@@ -275,6 +276,7 @@ concept device_decoding_source =
       { s.device_units() } -> std::convertible_to<detail::device_decode::device_units>;
       { r.stage_device(i, i, w, d) } noexcept -> std::convertible_to<bool>;
       { r.stage_device_ahead(w, d) } noexcept;
+      { r.stage_device_unit(i, i, w, d) } noexcept;
     };
 
 // Calls r.idle() when the reader defines it.

@@ -20,6 +20,7 @@
 #include "chunk_rewrite.hpp"
 #include "codec_fixtures.hpp"
 #include "emulated_decode_engine.hpp"
+#include "h5_writer.hpp"
 #include "test_util.hpp"
 
 using namespace gpufeed;
@@ -169,6 +170,56 @@ TEST_CASE("sequential order stages bands ahead: one launch decodes the bands of 
     CHECK(d.units_staged == bands);
     CHECK(d.device.launches == (bands + d.stage_ahead) / (d.stage_ahead + 1));
     CHECK(d.units_staged_ahead == bands - d.device.launches);
+  }
+}
+
+TEST_CASE("block_shuffled stages the next window with each window's batches, each unit once") {
+  // 8 MB of shuffle + deflate chunks of 50 rows: block_shuffled's units are 1 MiB storage
+  // blocks (about 20 bands each), windows of 2 units.
+  gpufeed::test::temp_dir dir("h5devwin");
+  const fs::path file = dir.path() / "rows.h5";
+  constexpr std::size_t rows = 8000, row = 1000;
+  const auto data = gpufeed::test::pattern<std::uint8_t>(rows * row, 7);
+  {
+    gpufeed::test::h5_file f(file);
+    gpufeed::test::dataset_spec d;
+    d.dims = {rows, row};
+    d.chunk = {50, row};
+    d.shuffle = true;
+    d.deflate = 4;
+    f.add(d, data);
+  }
+  std::vector<std::vector<std::byte>> want(rows);
+  for (std::size_t i = 0; i < rows; ++i) {
+    const auto* p = reinterpret_cast<const std::byte*>(data.data() + i * row);
+    want[i].assign(p, p + row);
+  }
+  const hdf5_source src(file);
+  const std::uint64_t bands = rows / 50;
+  for (const std::size_t workers : {1, 3}) {
+    for (const bool ahead : {true, false}) {
+      CAPTURE(workers);
+      CAPTURE(ahead);
+      loader_config c = config(sample_order::block_shuffled, emulated());
+      c.batch_size = 64;
+      c.workers = workers;
+      c.shuffle_window = 2;
+      c.decode_ahead = ahead;
+      const epoch_result r = run(src, want, std::move(c));
+      CHECK(r.bad == 0);
+      check_exactly_once(r.seen, want.size());
+      const device_decode_stats& d = r.stats.device_decode;
+      CAPTURE(d.units_staged);
+      CAPTURE(d.units_staged_ahead);
+      REQUIRE(r.stats.order_units >= 6);
+      CHECK(d.batches_redone == 0);
+      CHECK(d.no_room == 0);
+      if (workers == 1) CHECK(d.units_staged == bands);  // each band decoded once in the epoch
+      if (ahead)  // every window but the first is staged a window early
+        CHECK(d.units_staged_ahead * r.stats.order_units >= bands * (r.stats.order_units - 3));
+      else
+        CHECK(d.units_staged_ahead == 0);
+    }
   }
 }
 

@@ -92,16 +92,10 @@ class device_stager {
                     std::uint64_t local, std::uint64_t dst, device_decode::batch_work& w,
                     device_decode::unit_directory& dir) {
     if (!device_decodable(s) || device_place_bytes(s) > dir.place_bytes()) return false;
-    const record_plan* plan = &s.rows.plan;
     std::uint64_t base = 0;
-    std::size_t shift = 0;
-    if (!s.blob) {
-      base = local / s.rows.band_rows * s.rows.band_chunks;
-      shift = static_cast<std::size_t>(local % s.rows.band_rows) * s.rows.row_stride;
-    } else {
-      own_plan_.build(s.grid, s.box(local));
-      plan = &own_plan_;
-    }
+    const record_plan* plan = &plan_of(s, local, base);
+    const std::size_t shift =
+        s.blob ? 0 : static_cast<std::size_t>(local % s.rows.band_rows) * s.rows.row_stride;
     const std::uint64_t per_band = band_chunks_of(s);
     // The bands the record touches, in plan order (consecutive chunks share a band).
     bands_.clear();
@@ -161,14 +155,36 @@ class device_stager {
     return true;
   }
 
+  // Stages the bands records [local, local + count) of s touch that no place holds into batch
+  // work `w`, ahead of their need (block_shuffled's next window: read_ahead.hpp).
+  void stage_unit(const shard_index& s, std::uint64_t key_base, std::uint64_t local,
+                  std::uint64_t count, device_decode::batch_work& w,
+                  device_decode::unit_directory& dir) {
+    if (!device_decodable(s) || device_place_bytes(s) > dir.place_bytes()) return;
+    const std::uint64_t per_band = band_chunks_of(s);
+    std::uint64_t last = ~std::uint64_t{0};
+    for (std::uint64_t r = local; r < local + count; ++r) {
+      // Rows of one band row read the same bands: the first of them stands for all.
+      if (!s.blob && r > local && r % s.rows.band_rows != 0) continue;
+      std::uint64_t base = 0;
+      const record_plan& plan = plan_of(s, r, base);
+      for (std::size_t i = 0; i < plan.chunks(); ++i) {
+        const std::uint64_t band = (base + plan.chunk[i]) / per_band;
+        if (band == last) continue;
+        last = band;
+        if (!stage_ahead(s, key_base, band, band, w, dir)) return;  // no room left
+      }
+    }
+  }
+
   // Stages bands [first, last] of s that no place holds into batch work `w`: in sequential
   // order the batches after w's read them, and one launch then decodes all of them (a batch
   // alone touches a band or two, too few units to fill the device). The task that must stage a
   // band publishes the bands after it (work_capacity::ahead of them, ahead_span) and stages
   // them; the batch's other tasks call this too once their records are staged, and each band
   // goes to whichever claims it first. Stops at the first band that finds no place or no room
-  // in the work area.
-  void stage_ahead(const shard_index& s, std::uint64_t key_base, std::uint64_t first,
+  // in the work area (false).
+  bool stage_ahead(const shard_index& s, std::uint64_t key_base, std::uint64_t first,
                    std::uint64_t last, device_decode::batch_work& w,
                    device_decode::unit_directory& dir) {
     using answer = device_decode::unit_directory::answer;
@@ -176,16 +192,29 @@ class device_stager {
       const device_decode::unit_directory::claim c = dir.acquire_ahead(key_base + a, w.batch(),
                                                                        w.pins());
       if (c.what == answer::resident) continue;
-      if (c.what == answer::no_room) return;
+      if (c.what == answer::no_room) return false;
       if (!stage_band(s, a, c.offset, c.ref, w)) {
         dir.stage_failed(c.ref);
-        return;
+        return false;
       }
       dir.staged(c.ref);
     }
+    return true;
   }
 
  private:
+  // The chunks record `local` of s reads (its plan), numbered from `base`, the first chunk of its
+  // band row (0 in a blob shard, whose plan numbers them in the shard).
+  const record_plan& plan_of(const shard_index& s, std::uint64_t local, std::uint64_t& base) {
+    if (s.blob) {
+      base = 0;
+      own_plan_.build(s.grid, s.box(local));
+      return own_plan_;
+    }
+    base = local / s.rows.band_rows * s.rows.band_chunks;
+    return s.rows.plan;
+  }
+
   struct band_place {
     std::uint64_t band;
     std::uint64_t offset;  // its place in the device cache

@@ -182,6 +182,24 @@ class source_reader {
     }
   }
 
+  // Stages the bands records [i, i + count) touch into batch work `w` ahead of their need (a
+  // batch's share of block_shuffled's next window), those no place holds yet. Never throws.
+  void stage_device_unit(std::uint64_t i, std::uint64_t count, device_decode::batch_work& w,
+                         device_decode::unit_directory& dir) noexcept {
+    try {
+      for (const std::uint64_t end = i + count; i < end;) {
+        const std::size_t k = state_->locate(i);
+        const std::uint64_t stop = std::min(end, state_->first(k + 1));
+        if (!held_.holds(k)) held_.release();
+        const auto& s = state_->shard(k);
+        if (!held_.holds(k)) held_.hold(&state_->space.lru(), k);
+        stager_.stage_unit(s, state_->key_base[k], i - state_->first(k), stop - i, w, dir);
+        i = stop;
+      }
+    } catch (...) {
+    }
+  }
+
   // Helps stage the bands batch work `w` stages ahead (batch_work::ahead_work), if any: called
   // by each of the batch's tasks once its own records are staged. Never throws.
   void stage_device_ahead(device_decode::batch_work& w,

@@ -44,10 +44,9 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
   static std::shared_ptr<pipeline> make(const Source& src, pipeline_setup setup) {
     std::unique_ptr<transfer_engine> engine = setup.config.target.make_engine();
     const slot_counts n = slot_counts::of(setup.config, *engine);
-    // Decoding on the device: the workers decode nothing ahead (the device decodes each unit
-    // once, for every batch after the one that stages it).
+    // Decoding on the device: the workers decode nothing ahead on the host; block_shuffled's
+    // batches stage their share of the next window for the device instead (read_ahead.hpp).
     const std::optional<device_decode_plan> decode = plan_device_decode(src, setup, *engine);
-    if (decode) setup.config.decode_ahead = false;
     read_plan plan;  // before any worker reads: the source sizes what it keeps for these reads
     plan.lookahead_records =
         static_cast<std::uint64_t>(setup.config.prefetch) * setup.config.batch_size;
@@ -57,7 +56,7 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
     if (setup.config.order == sample_order::block_shuffled)
       plan.window_records = static_cast<std::uint64_t>(setup.config.shuffle_window) *
                             setup.order.units().max_records();
-    plan.decode_ahead = window_read_ahead<Source>::decodes_ahead(setup);
+    plan.decode_ahead = !decode && window_read_ahead<Source>::decodes_ahead(setup);
     plan.random_records = setup.config.order == sample_order::shuffled;
     plan_reads(src, plan);
     auto p = std::make_shared<pipeline>(key{}, src, std::move(setup), std::move(engine), n,

@@ -106,15 +106,20 @@ class producer {
                       tasks_);
           slot.pending.store(tasks_.size(), std::memory_order_relaxed);
           // Behind the batch's own tasks: its share of the next window to decode ahead
-          // (read_ahead.hpp), cut into at most one contiguous run of slots per worker.
+          // (read_ahead.hpp), cut into at most one contiguous run of slots per worker. Decoding
+          // on the device, the share is staged into the batch's work as tasks of the batch (it
+          // is decoded in the batch's launch, before the next window's batches gather from it).
           if (ahead) {
+            const bool device = s_.device != nullptr;
             const std::uint64_t n = ahead->end - ahead->first;
             const std::uint64_t parts = std::min<std::uint64_t>(n, p.config.workers);
             for (std::uint64_t k = 0; k < parts; ++k)
               tasks_.push_back(chunk_task{
-                  decode_ahead_task, static_cast<std::size_t>(ahead->first + n * k / parts),
+                  device ? *s : decode_ahead_task,
+                  static_cast<std::size_t>(ahead->first + n * k / parts),
                   static_cast<std::size_t>(ahead->first + n * (k + 1) / parts), ahead->epoch,
-                  ahead->window});
+                  ahead->window, device});
+            if (device) slot.pending.fetch_add(parts, std::memory_order_relaxed);
           }
         }
       } catch (...) {
@@ -171,6 +176,17 @@ class producer {
         const auto t0 = steady::now();
         read_ahead_.decode_ahead(reader, task->epoch, task->window, task->begin, task->end, st);
         c.read_ns.fetch_add(since_ns(t0), std::memory_order_relaxed);
+        continue;
+      }
+      if (task->stage_ahead) {  // a batch's share of the next window, staged for the device
+        if constexpr (device_decoding_source<Source>) {
+          const auto t0 = steady::now();
+          read_ahead_.stage_ahead(reader, task->epoch, task->window, task->begin, task->end,
+                                  s_.device->work(task->slot), s_.device->directory());
+          c.read_ns.fetch_add(since_ns(t0), std::memory_order_relaxed);
+        }
+        if (s_.staging[task->slot].pending.fetch_sub(1, std::memory_order_acq_rel) == 1)
+          handoff_.finish(task->slot, st);
         continue;
       }
       // Marked before the first read of the batch's windows: decode-ahead tasks for them stop.

@@ -25,7 +25,9 @@
 // in the epoch. Each batch carries the number of the last window its records lie in, and a
 // worker marks it begun (reading()) before it reads any record of the batch.
 // loader_config::decode_ahead (the cache then holds two windows); docs/design.md has the
-// measurements.
+// measurements. Decoding on the device, the same shares are staged for the device by tasks of
+// the batch (stage_ahead): the batch's launch decodes them, so the next window's units are
+// decoded a window early, in launches of many units, and its first batches only gather.
 #pragma once
 
 #include <algorithm>
@@ -37,6 +39,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpufeed/detail/device_decode/batch_work.hpp"
 #include "gpufeed/detail/loader/config.hpp"
 #include "gpufeed/source.hpp"
 
@@ -107,13 +110,7 @@ class window_read_ahead {
                     std::uint64_t end, const std::stop_token& stop = {}) const noexcept {
     if constexpr (decode_ahead_reader<Reader>) {
       try {
-        std::vector<std::uint64_t> units;
-        units.reserve(static_cast<std::size_t>(end - first));
-        std::uint64_t n = 0;
-        order_.for_each_window_unit(epoch, w, [&](std::uint64_t unit) {
-          if (n >= first && n < end) units.push_back(unit);
-          ++n;
-        });
+        const std::vector<std::uint64_t> units = units_of(epoch, w, first, end);
         const record_units& u = order_.units();
         const ahead_of_reads still_ahead(reads_begun_, number_of(epoch, w));
         for (const std::uint64_t unit : units) {
@@ -127,7 +124,37 @@ class window_read_ahead {
     }
   }
 
+  // Decoding on the device: stages slots [first, end) of window w of `epoch` into batch work
+  // `work` with the worker's reader (their units not held by the device cache yet), so the
+  // batch's launch decodes them before the next window's batches gather from them. A unit the
+  // reader cannot stage is left to the batch that reads it. Never throws.
+  template <class Reader>
+  void stage_ahead(Reader& r, std::uint64_t epoch, std::uint64_t w, std::uint64_t first,
+                   std::uint64_t end, device_decode::batch_work& work,
+                   device_decode::unit_directory& dir) const noexcept {
+    try {
+      const record_units& u = order_.units();
+      for (const std::uint64_t unit : units_of(epoch, w, first, end))
+        r.stage_device_unit(u.begin(unit), u.end(unit) - u.begin(unit), work, dir);
+    } catch (...) {
+    }
+  }
+
  private:
+  // The units in slots [first, end) of window w of `epoch`, listed first so that the order's
+  // lock is not held while they are decoded or staged.
+  std::vector<std::uint64_t> units_of(std::uint64_t epoch, std::uint64_t w, std::uint64_t first,
+                                      std::uint64_t end) const {
+    std::vector<std::uint64_t> units;
+    units.reserve(static_cast<std::size_t>(end - first));
+    std::uint64_t n = 0;
+    order_.for_each_window_unit(epoch, w, [&](std::uint64_t unit) {
+      if (n >= first && n < end) units.push_back(unit);
+      ++n;
+    });
+    return units;
+  }
+
   // planning()'s body: may throw (the order's tables).
   std::optional<ahead_share> share(const sampler_state& at, std::uint64_t& reads_mark) {
     const std::uint64_t w = order_.window_of(at.epoch, at.position);

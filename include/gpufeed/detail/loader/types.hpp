@@ -54,11 +54,13 @@ struct ready_entry {
 
 // Records [begin, end) of the batch in staging slot `slot`; or, with slot ==
 // decode_ahead_task, the units in slots [begin, end) of window `window` of epoch `epoch`, to
-// decode ahead (read_ahead.hpp).
+// decode ahead (read_ahead.hpp); or, with stage_ahead, those units staged for the device by the
+// batch in `slot` (one of its tasks: decoded with it).
 inline constexpr std::size_t decode_ahead_task = static_cast<std::size_t>(-1);
 struct chunk_task {
   std::size_t slot = 0, begin = 0, end = 0;
   std::uint64_t epoch = 0, window = 0;
+  bool stage_ahead = false;
 };
 
 }  // namespace gpufeed::detail::loading
