@@ -44,6 +44,10 @@ if(GPUFEED_SANITIZE)
     # std::optional<std::string> assignment) once sanitizer instrumentation changes inlining;
     # the sanitizers themselves check real uninitialised reads. Warned, not fatal, here only.
     $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>>:-Wno-error=maybe-uninitialized>)
+  if(GPUFEED_SANITIZE_EXCLUDE)
+    target_compile_options(gpufeed_program_options INTERFACE
+      $<$<COMPILE_LANGUAGE:CXX>:-fno-sanitize=${GPUFEED_SANITIZE_EXCLUDE}>)
+  endif()
   target_link_options(gpufeed_program_options INTERFACE -fsanitize=${GPUFEED_SANITIZE})
 endif()
 

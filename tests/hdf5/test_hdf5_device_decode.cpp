@@ -214,11 +214,14 @@ TEST_CASE("block_shuffled stages the next window with each window's batches, eac
       REQUIRE(r.stats.order_units >= 6);
       CHECK(d.batches_redone == 0);
       CHECK(d.no_room == 0);
-      if (workers == 1) CHECK(d.units_staged == bands);  // each band decoded once in the epoch
-      if (ahead)  // every window but the first is staged a window early
-        CHECK(d.units_staged_ahead * r.stats.order_units >= bands * (r.stats.order_units - 3));
-      else
-        CHECK(d.units_staged_ahead == 0);
+      if (!ahead) CHECK(d.units_staged_ahead == 0);
+      // With one worker, tasks run in the order the planner made them, so the counts are exact;
+      // with three, how much of a window its predecessor stages first depends on scheduling.
+      if (workers == 1) {
+        CHECK(d.units_staged == bands);  // each band decoded once in the epoch
+        if (ahead)  // every window but the first is staged a window early
+          CHECK(d.units_staged_ahead * r.stats.order_units >= bands * (r.stats.order_units - 3));
+      }
     }
   }
 }

@@ -4,9 +4,9 @@
 // holds the shards, every record once with the local shard's bytes in block_shuffled order; a
 // later source over the same directory asks only to open the objects; a budget smaller than the
 // shards stays within it on disk, and the shard that fits is read again with no request; cached
-// blocks damaged on disk
-// are fetched again, never delivered; an object replaced on the server is read anew, never from
-// its old blocks; two processes reading the same URLs through one directory both get the bytes.
+// blocks damaged on disk are fetched again, never delivered; an object replaced on the server is
+// read anew, never from its old blocks; two processes reading the same URLs through one
+// directory both get the bytes.
 // Skips when nginx is not installed.
 #include <doctest/doctest.h>
 
@@ -30,6 +30,7 @@
 #include "gpufeed/detail/remote/local_cache_source.hpp"
 #include "gpufeed/hdf5_source.hpp"
 #include "gpufeed/loader.hpp"
+#include "remote_epoch.hpp"
 #include "test_servers.hpp"
 #include "test_skip.hpp"
 #include "test_util.hpp"
@@ -40,6 +41,8 @@ using gpufeed::test::dataset_spec;
 using gpufeed::test::h5_file;
 using gpufeed::test::nginx_server;
 using gpufeed::test::temp_dir;
+using gpufeed::test::check_epoch;
+using gpufeed::test::record_of;
 using gpufeed::test::watchdog;
 namespace fs = std::filesystem;
 namespace remote = gpufeed::detail::remote;
@@ -52,15 +55,9 @@ constexpr std::size_t block = 64 * 1024;
 
 // A contiguous shard of `rows` rows, or a chunked + shuffled + deflated one (chunks of 50 rows).
 void write_fixed(const fs::path& p, std::uint64_t rows, bool chunked, unsigned seed) {
-  h5_file f(p);
-  dataset_spec s;
-  s.dims = {rows, row};
-  if (chunked) {
-    s.chunk = {50, row};
-    s.shuffle = true;
-    s.deflate = 4;
-  }
-  f.add(s, gpufeed::test::pattern<std::uint8_t>(rows * row, seed));
+  gpufeed::test::write_rows(p, rows, row, chunked ? gpufeed::test::rows_layout{50, true, 4}
+                                                  : gpufeed::test::rows_layout{},
+                            seed);
 }
 
 struct served {
@@ -106,12 +103,6 @@ struct served {
   }
 };
 
-std::vector<std::byte> record_of(const hdf5_source& s, std::uint64_t i) {
-  std::vector<std::byte> out(s.record_size(i));
-  s.read(i, out);
-  return out;
-}
-
 // Records of `remote` that differ from `local`'s, each read on its own.
 std::size_t differing(const hdf5_source& remote, const hdf5_source& local) {
   if (remote.size() != local.size()) return ~std::size_t{0};
@@ -119,33 +110,6 @@ std::size_t differing(const hdf5_source& remote, const hdf5_source& local) {
   for (std::uint64_t i = 0; i < local.size(); ++i)
     if (record_of(remote, i) != record_of(local, i)) ++differ;
   return differ;
-}
-
-// One epoch of a host loader in `order`: every record once, each with the local source's bytes.
-void check_epoch(const hdf5_source& remote, const hdf5_source& local, sample_order order) {
-  loader_config c;
-  c.epochs = 1;
-  c.batch_size = 32;
-  c.workers = 3;
-  c.order = order;
-  loader<hdf5_source> l(remote, c);
-  std::vector<std::uint64_t> seen;
-  std::size_t wrong = 0;
-  while (auto b = l.next()) {
-    for (std::size_t k = 0; k < b->size(); ++k) {
-      const auto i = b->indices()[k];
-      const auto want = record_of(local, i);
-      const auto got = b->record(k);
-      if (got.size() != want.size() || !std::equal(want.begin(), want.end(), got.begin()))
-        ++wrong;
-      seen.push_back(i);
-    }
-  }
-  CHECK(wrong == 0);
-  std::sort(seen.begin(), seen.end());
-  std::vector<std::uint64_t> all(local.size());
-  std::iota(all.begin(), all.end(), 0);
-  CHECK(seen == all);
 }
 
 }  // namespace

@@ -29,6 +29,7 @@
 #include "gpufeed/error.hpp"
 #include "gpufeed/hdf5_source.hpp"
 #include "gpufeed/loader.hpp"
+#include "remote_epoch.hpp"
 #include "test_servers.hpp"
 #include "test_skip.hpp"
 #include "test_util.hpp"
@@ -42,6 +43,8 @@ using gpufeed::test::has;
 using gpufeed::test::nginx_server;
 using gpufeed::test::rows_of;
 using gpufeed::test::temp_dir;
+using gpufeed::test::check_epoch;
+using gpufeed::test::record_of;
 using gpufeed::test::watchdog;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
@@ -53,15 +56,9 @@ constexpr std::size_t row = 700;  // bytes per fixed-layout record
 // Fixed rows: a contiguous shard (200 rows) and a chunked, shuffled and deflated one (300 rows,
 // chunks of 50), then the blob layout: a contiguous shard and a chunked+deflated one.
 void write_fixed(const fs::path& p, std::uint64_t rows, bool chunked, unsigned seed) {
-  h5_file f(p);
-  dataset_spec s;
-  s.dims = {rows, row};
-  if (chunked) {
-    s.chunk = {50, row};
-    s.shuffle = true;
-    s.deflate = 4;
-  }
-  f.add(s, gpufeed::test::pattern<std::uint8_t>(rows * row, seed));
+  gpufeed::test::write_rows(p, rows, row, chunked ? gpufeed::test::rows_layout{50, true, 4}
+                                                  : gpufeed::test::rows_layout{},
+                            seed);
 }
 
 void write_blob(const fs::path& p, std::uint64_t records, bool chunked, unsigned seed) {
@@ -98,12 +95,6 @@ struct served {
   }
 };
 
-std::vector<std::byte> record_of(const hdf5_source& s, std::uint64_t i) {
-  std::vector<std::byte> out(s.record_size(i));
-  s.read(i, out);
-  return out;
-}
-
 // Every record of `remote` equals the same record of `local`.
 void check_same(const hdf5_source& remote, const hdf5_source& local) {
   REQUIRE(remote.size() == local.size());
@@ -112,33 +103,6 @@ void check_same(const hdf5_source& remote, const hdf5_source& local) {
   for (std::uint64_t i = 0; i < local.size(); ++i)
     if (record_of(remote, i) != record_of(local, i)) ++differ;
   CHECK(differ == 0);
-}
-
-// One epoch of a host loader in `order`: every record once, each with the local source's bytes.
-void check_epoch(const hdf5_source& remote, const hdf5_source& local, sample_order order) {
-  loader_config c;
-  c.epochs = 1;
-  c.batch_size = 32;
-  c.workers = 3;
-  c.order = order;
-  loader<hdf5_source> l(remote, c);
-  std::vector<std::uint64_t> seen;
-  std::size_t wrong = 0;
-  while (auto b = l.next()) {
-    for (std::size_t k = 0; k < b->size(); ++k) {
-      const auto i = b->indices()[k];
-      const auto want = record_of(local, i);
-      const auto got = b->record(k);
-      if (got.size() != want.size() || !std::equal(want.begin(), want.end(), got.begin()))
-        ++wrong;
-      seen.push_back(i);
-    }
-  }
-  CHECK(wrong == 0);
-  std::sort(seen.begin(), seen.end());
-  std::vector<std::uint64_t> all(local.size());
-  std::iota(all.begin(), all.end(), 0);
-  CHECK(seen == all);
 }
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include "gpufeed/detail/remote/unit_reads.hpp"
 #include "gpufeed/hdf5_source.hpp"
 #include "gpufeed/loader.hpp"
+#include "remote_epoch.hpp"
 #include "test_servers.hpp"
 #include "test_skip.hpp"
 #include "test_util.hpp"
@@ -37,6 +38,7 @@ using gpufeed::test::dataset_spec;
 using gpufeed::test::h5_file;
 using gpufeed::test::nginx_server;
 using gpufeed::test::temp_dir;
+using gpufeed::test::check_epoch;
 using gpufeed::test::watchdog;
 namespace fs = std::filesystem;
 namespace remote = gpufeed::detail::remote;
@@ -92,44 +94,10 @@ struct over_memory {
 constexpr std::size_t row = 4096;  // bytes per record of the served shards
 
 void write_shard(const fs::path& p, std::uint64_t rows, bool compressed, unsigned seed) {
-  h5_file f(p);
-  dataset_spec s;
-  s.dims = {rows, row};
-  if (compressed) {
-    s.chunk = {32, row};  // 128 KiB chunks
-    s.deflate = 1;
-  }
-  f.add(s, gpufeed::test::pattern<std::uint8_t>(rows * row, seed));
-}
-
-// One epoch of a host loader in `order` over `src`: each record once, with `local`'s bytes.
-loader_stats one_epoch(const hdf5_source& src, const hdf5_source& local, sample_order order,
-                       std::uint64_t seed) {
-  loader_config c;
-  c.epochs = 1;
-  c.batch_size = 64;
-  c.workers = 3;
-  c.order = order;
-  c.seed = seed;
-  loader<hdf5_source> l(src, c);
-  std::vector<std::uint64_t> seen;
-  std::size_t wrong = 0;
-  std::vector<std::byte> want(row);
-  while (auto b = l.next()) {
-    for (std::size_t k = 0; k < b->size(); ++k) {
-      const auto i = b->indices()[k];
-      local.read(i, want);
-      const auto got = b->record(k);
-      if (got.size() != row || !std::equal(want.begin(), want.end(), got.begin())) ++wrong;
-      seen.push_back(i);
-    }
-  }
-  CHECK(wrong == 0);
-  std::sort(seen.begin(), seen.end());
-  std::vector<std::uint64_t> all(local.size());
-  std::iota(all.begin(), all.end(), 0);
-  CHECK(seen == all);
-  return l.stats();
+  // Compressed: 128 KiB chunks.
+  gpufeed::test::write_rows(p, rows, row, compressed ? gpufeed::test::rows_layout{32, false, 1}
+                                                     : gpufeed::test::rows_layout{},
+                            seed);
 }
 
 }  // namespace
@@ -201,7 +169,7 @@ TEST_CASE("block_shuffled over URL shards: each unit fetched once per epoch, <= 
     const hdf5_source local(std::vector<fs::path>{root / "c0.h5", root / "c1.h5"});
     const double data = static_cast<double>(local.size() * row);
     for (std::uint64_t epoch = 0; epoch < 2; ++epoch) {
-      const loader_stats s = one_epoch(src, local, sample_order::block_shuffled, 11 + epoch);
+      const loader_stats s = check_epoch(src, local, sample_order::block_shuffled, 64, 11 + epoch);
       REQUIRE(s.remote);
       const remote_stats& r = *s.remote;
       MESSAGE("epoch " << epoch << ": " << to_text(r));
@@ -216,7 +184,7 @@ TEST_CASE("block_shuffled over URL shards: each unit fetched once per epoch, <= 
   SUBCASE("sequential order: units read ahead as reads enter them in turn, each once") {
     const hdf5_source src(std::vector<std::string>{nginx.url("c0.h5"), nginx.url("c1.h5")});
     const hdf5_source local(std::vector<fs::path>{root / "c0.h5", root / "c1.h5"});
-    const loader_stats s = one_epoch(src, local, sample_order::sequential, 1);
+    const loader_stats s = check_epoch(src, local, sample_order::sequential, 64, 1);
     REQUIRE(s.remote);
     MESSAGE("sequential: " << to_text(*s.remote));
     CHECK(s.remote->unit_fetches == 11);
@@ -231,7 +199,7 @@ TEST_CASE("block_shuffled over URL shards: each unit fetched once per epoch, <= 
     const std::uint64_t units = (static_cast<std::uint64_t>(object) >> 22) + 1;
     for (std::uint64_t epoch = 0; epoch < 2; ++epoch) {
       src.drop_decoded_chunks();  // the whole shard fits the cache: each epoch from the server
-      const loader_stats s = one_epoch(src, local, sample_order::block_shuffled, 21 + epoch);
+      const loader_stats s = check_epoch(src, local, sample_order::block_shuffled, 64, 21 + epoch);
       REQUIRE(s.remote);
       MESSAGE("epoch " << epoch << ": " << to_text(*s.remote));
       CHECK(static_cast<double>(s.remote->bytes_fetched) <= 1.05 * object);
@@ -278,7 +246,7 @@ TEST_CASE("block_shuffled over URL shards: each unit fetched once per epoch, <= 
     CHECK(setup.order_notice.find("~5000 requests per epoch") != std::string::npos);
     CHECK(setup.order_notice.find("sample_order::block_shuffled") != std::string::npos);
     CHECK(setup.order_notice.find("127.0.0.1") == std::string::npos);
-    const loader_stats s = one_epoch(src, local, sample_order::shuffled, 5);
+    const loader_stats s = check_epoch(src, local, sample_order::shuffled, 64, 5);
     REQUIRE(s.remote);
     CHECK(s.remote->unit_fetches == 0);
     CHECK(s.remote->bytes_fetched == 5000 * row);
@@ -290,7 +258,7 @@ TEST_CASE("a local source reports no remote block") {
   write_shard(root / "c.h5", 300, false, 4);
   const hdf5_source local(root / "c.h5");
   CHECK_FALSE(local.remote_stats().remote);
-  const loader_stats s = one_epoch(local, local, sample_order::block_shuffled, 1);
+  const loader_stats s = check_epoch(local, local, sample_order::block_shuffled, 64, 1);
   CHECK_FALSE(s.remote);
 }
 
@@ -303,7 +271,7 @@ TEST_CASE("remote units through a store that answers 503 SlowDown now and then: 
   watchdog dog(120s, "remote units, slowdowns");
   const hdf5_source src(store.url("c.h5"));
   const hdf5_source local(root / "c.h5");
-  const loader_stats s = one_epoch(src, local, sample_order::block_shuffled, 9);
+  const loader_stats s = check_epoch(src, local, sample_order::block_shuffled, 64, 9);
   REQUIRE(s.remote);
   MESSAGE(to_text(*s.remote));
   CHECK(s.remote->failures == 0);
