@@ -5,12 +5,13 @@
 //                   pinned memory and cuda::jpeg_batch_decoder decodes it with nvJPEG's batched
 //                   API (hardware engines where the probe finds them) and crops it with the
 //                   fused kernel into a device batch (--dtype, CHW, ImageNet mean/std), waiting
-//                   for each batch
+//                   for each batch; the JPEGs nvJPEG cannot take are decoded on W host threads
+//                   (the submitting one among them)
 //   cpu/workers=W   the loader with random_resized_crop_transform in W workers (TurboJPEG +
 //                   the CPU resample, CHW) to the device target, then cuda::normalizer to
 //                   half: today's path, for comparison
-// and gpu-decode-only/batch (the decoder alone on batches already in pinned memory: the GPU
-// side's ceiling). Every case runs for --seconds after a warm-up.
+// and gpu-decode-only/batch (the decoder alone on batches already in pinned memory, 4 host
+// threads: the GPU side's ceiling). Every case runs for --seconds after a warm-up.
 //
 //   image_gpu_bench --photos DIR [--shards DIR] [--workers 1,2,4] [--seconds 3] [--size 224]
 //                   [--batch 256] [--dtype f16|f32|bf16|u8] [--json]
@@ -63,8 +64,9 @@ gpufeed::cuda::jpeg_dtype dtype_of(const std::string& s) {
   return s == "u8" ? jpeg_dtype::u8 : s == "f32" ? jpeg_dtype::f32 : s == "bf16" ? jpeg_dtype::bf16 : jpeg_dtype::f16;
 }
 
-gpufeed::cuda::jpeg_decode_options decode_options(const options& o) {
+gpufeed::cuda::jpeg_decode_options decode_options(const options& o, std::size_t host_threads) {
   gpufeed::cuda::jpeg_decode_options d;
+  d.host_threads = host_threads;
   d.size = o.size;
   d.layout = gpufeed::image::pixel_layout::chw;
   d.dtype = dtype_of(o.dtype);
@@ -106,7 +108,7 @@ json gpu_rate(const gpufeed::hdf5_source& src, const options& o, std::size_t wor
   c.batch_size = o.batch;
   c.workers = workers;
   gpufeed::loader<gpufeed::hdf5_source> l(src, c);
-  gpufeed::cuda::jpeg_batch_decoder dec(decode_options(o));
+  gpufeed::cuda::jpeg_batch_decoder dec(decode_options(o, workers));
   gpufeed::cuda::device_buffer out(dec.record_bytes() * o.batch);
   gpufeed::cuda::pinned_buffer pin;
   gpufeed::cuda::stream s;
@@ -173,7 +175,7 @@ json decode_only(const gpufeed::hdf5_source& src, const options& o) {
   auto b = l.next();
   gpufeed::cuda::pinned_buffer pin;
   const auto items = stage(*b, pin);
-  gpufeed::cuda::jpeg_batch_decoder dec(decode_options(o));
+  gpufeed::cuda::jpeg_batch_decoder dec(decode_options(o, 4));
   gpufeed::cuda::device_buffer out(dec.record_bytes() * items.size());
   gpufeed::cuda::stream s;
   std::vector<gpufeed::record_rng> rngs;

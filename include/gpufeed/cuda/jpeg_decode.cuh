@@ -16,7 +16,8 @@
 //   the box on the full image, then the flip; eval mode draws nothing.
 // - Routing (detail/image/nvjpeg_batch_plan.hpp): each header is read and bounded (max_pixels)
 //   before anything is allocated for it; JPEGs the backend cannot take are decoded by TurboJPEG
-//   on this thread and uploaded, then cropped by the same kernel; when nvjpegDecodeBatched
+//   on host_threads threads (this one among them) while the GPU decodes the others, uploaded,
+//   then cropped by the same kernel; when nvjpegDecodeBatched
 //   rejects a chunk's bytes (a corrupt JPEG that passed the header read), the whole chunk is
 //   decoded on the CPU instead, which names the bad record. Without nvJPEG (or without a working
 //   backend) every JPEG takes the CPU route: the output is the same.
@@ -34,6 +35,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -46,6 +48,7 @@
 #include "gpufeed/cuda/detail/crop_kernels.cuh"
 #include "gpufeed/cuda/detail/staging.hpp"
 #include "gpufeed/cuda/event.hpp"
+#include "gpufeed/detail/image/host_decode_pool.hpp"
 #include "gpufeed/detail/image/nvjpeg_batch_plan.hpp"
 #include "gpufeed/detail/image/nvjpeg_handles.hpp"
 #include "gpufeed/image/crop_decode.hpp"
@@ -69,6 +72,9 @@ struct jpeg_decode_options {
   std::uint64_t max_pixels = 178956970;             // decoder_options' bound per image
   std::size_t device_budget = std::size_t{1} << 30; // decoded pixels on the device at once
   image::nvjpeg_backend backend = image::nvjpeg_backend::hardware;  // preferred; none: CPU only
+  // Threads, the caller's among them, that decode the images nvJPEG cannot take (TurboJPEG)
+  // while the GPU decodes the rest of the batch.
+  std::size_t host_threads = 4;
 };
 
 struct jpeg_batch_result {
@@ -83,6 +89,7 @@ class jpeg_batch_decoder {
  public:
   explicit jpeg_batch_decoder(jpeg_decode_options o = {})
       : o_(o), cpu_(image::decoder_options{o.max_pixels}),
+        host_(o.host_threads, image::decoder_options{o.max_pixels}),
         pixels_(o.device_budget, "jpeg_batch_decoder device pixels"),
         staging_(o.device_budget, "jpeg_batch_decoder CPU-fallback staging") {
     if (o.size <= 0 || (!o.train && o.resize <= 0))
@@ -238,24 +245,32 @@ class jpeg_batch_decoder {
     }
     std::vector<cuda::detail::crop_job> jobs;
     for (const std::size_t i : gpu) jobs.push_back(job(rngs, i, plan[i].width, plan[i].height, base + at[i]));
-    // CPU route: TurboJPEG at full size into pinned staging, uploaded to the image's offset.
+    // CPU route: TurboJPEG at full size on the host threads (while the GPU decodes), into
+    // pinned staging, then uploaded to the image's offset.
     std::byte* host = cpu.empty() ? nullptr : staging_.reserve(bytes);
-    for (const std::size_t i : cpu) {
+    std::vector<std::array<int, 2>> size(cpu.size());
+    host_.run(cpu.size(), [&](std::size_t k, image::image_decoder& d, image::rgb_image& img) {
+      const std::size_t i = cpu[k];
       try {
-        cpu_.decode(items[i].bytes, scratch_, items[i].where);
+        d.decode(items[i].bytes, img, items[i].where);
       } catch (const error&) {
         r.errors[i] = std::current_exception();
-        continue;
+        return;
       }
-      const std::size_t n = scratch_.size_bytes();
-      if (n > aligned(decoded_bytes(plan[i]))) {  // TurboJPEG disagrees with nvJPEG's header read
-        r.errors[i] = std::make_exception_ptr(corrupt_error(
+      if (img.size_bytes() > aligned(decoded_bytes(plan[i]))) {  // TurboJPEG disagrees with
+        r.errors[i] = std::make_exception_ptr(corrupt_error(     // nvJPEG's header read
             "corrupt JPEG: its decode is larger than its header says", items[i].where));
-        continue;
+        return;
       }
-      std::memcpy(host + at[i], scratch_.data(), n);
+      std::memcpy(host + at[i], img.data(), img.size_bytes());
+      size[k] = {img.width(), img.height()};
+    });
+    for (std::size_t k = 0; k < cpu.size(); ++k) {
+      const std::size_t i = cpu[k];
+      if (r.errors[i]) continue;
+      const std::size_t n = static_cast<std::size_t>(size[k][0]) * size[k][1] * 3;
       GPUFEED_CUDA_TRY(cudaMemcpyAsync(base + at[i], host + at[i], n, cudaMemcpyHostToDevice, stream));
-      jobs.push_back(job(rngs, i, scratch_.width(), scratch_.height(), base + at[i]));
+      jobs.push_back(job(rngs, i, size[k][0], size[k][1], base + at[i]));
     }
     r.gpu += gpu.size();
     r.cpu += jobs.size() - gpu.size();
@@ -296,8 +311,8 @@ class jpeg_batch_decoder {
   gpufeed::detail::image::nvjpeg::handle h_;  // before the state: destroyed after it
   gpufeed::detail::image::nvjpeg::jpeg_state state_;
   int initialized_ = 0;  // the batch size nvjpegDecodeBatchedInitialize was last called with
-  image::image_decoder cpu_;
-  image::rgb_image scratch_;
+  image::image_decoder cpu_;  // header reads
+  gpufeed::detail::image::host_decode_pool host_;
   detail::growing_buffer<device_buffer> pixels_;
   detail::growing_buffer<pinned_buffer> staging_;
   detail::growing_buffer<pinned_buffer> job_host_;
