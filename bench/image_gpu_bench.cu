@@ -4,8 +4,8 @@
 //                   transform, host target); the submitting thread copies each batch into
 //                   pinned memory and cuda::jpeg_batch_decoder decodes it with nvJPEG's batched
 //                   API (hardware engines where the probe finds them) and crops it with the
-//                   fused kernel into a device batch (--dtype, CHW, ImageNet mean/std), waiting
-//                   for each batch; the JPEGs nvJPEG cannot take are decoded on W host threads
+//                   fused kernel into a device batch (--dtype, CHW, ImageNet mean/std), two
+//                   batches in flight; the JPEGs nvJPEG cannot take are decoded on W host threads
 //                   (the submitting one among them)
 //   cpu/workers=W   the loader with random_resized_crop_transform in W workers (TurboJPEG +
 //                   the CPU resample, CHW) to the device target, then cuda::normalizer to
@@ -19,6 +19,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -109,18 +110,26 @@ json gpu_rate(const gpufeed::hdf5_source& src, const options& o, std::size_t wor
   c.workers = workers;
   gpufeed::loader<gpufeed::hdf5_source> l(src, c);
   gpufeed::cuda::jpeg_batch_decoder dec(decode_options(o, workers));
-  gpufeed::cuda::device_buffer out(dec.record_bytes() * o.batch);
-  gpufeed::cuda::pinned_buffer pin;
+  // Two batches in flight: batch k + 1 is read, staged and planned (and its CPU share decoded)
+  // while the GPU decodes batch k; a slot is reused once its batch has run.
+  std::array<gpufeed::cuda::device_buffer, 2> out{gpufeed::cuda::device_buffer(dec.record_bytes() * o.batch),
+                                                  gpufeed::cuda::device_buffer(dec.record_bytes() * o.batch)};
+  std::array<gpufeed::cuda::pinned_buffer, 2> pin;
+  std::array<gpufeed::cuda::event, 2> done;
+  std::array<bool, 2> busy{false, false};
   gpufeed::cuda::stream s;
-  std::uint64_t images = 0, gpu = 0, cpu = 0, failed = 0;
+  std::uint64_t images = 0, gpu = 0, cpu = 0, failed = 0, k = 0;
   auto one = [&](bool count) {
     auto b = l.next();
     if (!b) return false;
-    const auto items = stage(*b, pin);
+    const std::size_t slot = k++ % 2;
+    if (busy[slot]) done[slot].synchronize();
+    const auto items = stage(*b, pin[slot]);
     std::vector<gpufeed::record_rng> rngs;
-    for (std::size_t k = 0; k < items.size(); ++k) rngs.emplace_back(1, b->epoch(), b->indices()[k]);
-    const auto r = dec.decode(items, rngs, out.data(), s);
-    GPUFEED_CUDA_TRY(cudaStreamSynchronize(s));
+    for (std::size_t i = 0; i < items.size(); ++i) rngs.emplace_back(1, b->epoch(), b->indices()[i]);
+    const auto r = dec.decode(items, rngs, out[slot].data(), s);
+    done[slot].record(s);
+    busy[slot] = true;
     if (count) images += items.size(), gpu += r.gpu, cpu += r.cpu, failed += r.failed;
     return true;
   };
@@ -128,6 +137,7 @@ json gpu_rate(const gpufeed::hdf5_source& src, const options& o, std::size_t wor
   const auto t0 = clock_type::now();
   while (since(t0) < o.seconds && one(true)) {
   }
+  GPUFEED_CUDA_TRY(cudaStreamSynchronize(s));
   const double secs = since(t0);
   return {{"case", "gpu/workers=" + std::to_string(workers)}, {"workers", workers},
           {"images_per_s", static_cast<double>(images) / secs}, {"seconds", secs},
