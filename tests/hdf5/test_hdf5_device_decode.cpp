@@ -226,6 +226,47 @@ TEST_CASE("block_shuffled stages the next window with each window's batches, eac
   }
 }
 
+TEST_CASE("block_shuffled in a device cache smaller than three windows: nothing staged ahead") {
+  // The same 8 MB file: windows of 2 storage blocks hold about 40 bands; an 8 MiB cache (about
+  // 80 places of 100 KB) holds a window and the batches in flight, not the three windows
+  // staging ahead needs.
+  gpufeed::test::temp_dir dir("h5devsmall");
+  const fs::path file = dir.path() / "rows.h5";
+  constexpr std::size_t rows = 8000, row = 1000;
+  const auto data = gpufeed::test::pattern<std::uint8_t>(rows * row, 7);
+  {
+    gpufeed::test::h5_file f(file);
+    gpufeed::test::dataset_spec d;
+    d.dims = {rows, row};
+    d.chunk = {50, row};
+    d.shuffle = true;
+    d.deflate = 4;
+    f.add(d, data);
+  }
+  std::vector<std::vector<std::byte>> want(rows);
+  for (std::size_t i = 0; i < rows; ++i) {
+    const auto* p = reinterpret_cast<const std::byte*>(data.data() + i * row);
+    want[i].assign(p, p + row);
+  }
+  const hdf5_source src(file);
+  loader_config c = config(sample_order::block_shuffled, emulated());
+  c.batch_size = 64;
+  c.workers = 1;
+  c.shuffle_window = 2;
+  c.device_cache_bytes = 8 << 20;
+  const epoch_result r = run(src, want, std::move(c));
+  CHECK(r.bad == 0);
+  check_exactly_once(r.seen, want.size());
+  const device_decode_stats& d = r.stats.device_decode;
+  CAPTURE(d.cache_places);
+  CAPTURE(d.units_staged);
+  CHECK(d.cache_places < 3 * 40);
+  CHECK(d.units_staged_ahead == 0);
+  CHECK(d.units_staged == rows / 50);  // each band still decoded once
+  CHECK(d.no_room == 0);
+  CHECK(d.batches_redone == 0);
+}
+
 TEST_CASE("units the device fails to decode: their batches are read again on the host") {
   for (const std::string name : {"lz4_rows", "gzip_span", "bitshuffle_none_rows"}) {
     CAPTURE(name);

@@ -44,6 +44,11 @@ struct device_decode_plan {
   dd::device_units units;
   std::size_t places = 0;
   dd::work_capacity work;
+  // block_shuffled: each window's batches stage the next window's units (read_ahead.hpp). Only
+  // when the cache holds three windows and a batch's units: the window being gathered, the next
+  // one staged, and the one after that the batches in flight begin to stage; in a smaller cache
+  // the units staged ahead were evicted before their window came and staged again.
+  bool window_ahead = false;
 
   [[nodiscard]] std::uint64_t cache_bytes() const noexcept { return places * units.place_bytes; }
 };
@@ -107,6 +112,8 @@ std::optional<device_decode_plan> plan_device_decode(const Source& src, const pi
         c.device_cache_bytes ? c.device_cache_bytes : device_cache_auto_limit;
     places = std::min<std::uint64_t>(places, limit / u.place_bytes);
     ahead = std::min<std::uint64_t>(ahead, places / 4);
+    plan.window_ahead = c.order == sample_order::block_shuffled && c.decode_ahead &&
+                        places >= std::min(3 * window_units + batch_units, u.units);
     if (places < batch_units + 1 && c.device_cache_bytes)
       throw config_error("device_cache_bytes " + std::to_string(c.device_cache_bytes) +
                          " holds " + std::to_string(places) + " decoded units of " +

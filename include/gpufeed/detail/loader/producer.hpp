@@ -109,8 +109,8 @@ class producer {
           // (read_ahead.hpp), cut into at most one contiguous run of slots per worker. Decoding
           // on the device, the share is staged into the batch's work as tasks of the batch (it
           // is decoded in the batch's launch, before the next window's batches gather from it).
-          if (ahead) {
-            const bool device = s_.device != nullptr;
+          const bool device = s_.device != nullptr;
+          if (ahead && (!device || s_.device->plan().window_ahead)) {
             const std::uint64_t n = ahead->end - ahead->first;
             const std::uint64_t parts = std::min<std::uint64_t>(n, p.config.workers);
             for (std::uint64_t k = 0; k < parts; ++k)
