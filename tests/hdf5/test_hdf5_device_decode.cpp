@@ -173,28 +173,43 @@ TEST_CASE("sequential order stages bands ahead: one launch decodes the bands of 
   }
 }
 
+namespace {
+
+// 8 MB of shuffle + deflate chunks of 50 rows of 1000 bytes: block_shuffled's units are 1 MiB
+// storage blocks (about 20 bands each).
+struct window_file {
+  static constexpr std::size_t rows = 8000, row = 1000;
+  gpufeed::test::temp_dir dir{"h5devwin"};
+  fs::path file = dir.path() / "rows.h5";
+  std::vector<std::vector<std::byte>> want;
+
+  window_file() {
+    const auto data = gpufeed::test::pattern<std::uint8_t>(rows * row, 7);
+    {
+      gpufeed::test::h5_file f(file);
+      gpufeed::test::dataset_spec d;
+      d.dims = {rows, row};
+      d.chunk = {50, row};
+      d.shuffle = true;
+      d.deflate = 4;
+      f.add(d, data);
+    }
+    want.resize(rows);
+    for (std::size_t i = 0; i < rows; ++i) {
+      const auto* p = reinterpret_cast<const std::byte*>(data.data() + i * row);
+      want[i].assign(p, p + row);
+    }
+  }
+};
+
+}  // namespace
+
 TEST_CASE("block_shuffled stages the next window with each window's batches, each unit once") {
-  // 8 MB of shuffle + deflate chunks of 50 rows: block_shuffled's units are 1 MiB storage
-  // blocks (about 20 bands each), windows of 2 units.
-  gpufeed::test::temp_dir dir("h5devwin");
-  const fs::path file = dir.path() / "rows.h5";
-  constexpr std::size_t rows = 8000, row = 1000;
-  const auto data = gpufeed::test::pattern<std::uint8_t>(rows * row, 7);
-  {
-    gpufeed::test::h5_file f(file);
-    gpufeed::test::dataset_spec d;
-    d.dims = {rows, row};
-    d.chunk = {50, row};
-    d.shuffle = true;
-    d.deflate = 4;
-    f.add(d, data);
-  }
-  std::vector<std::vector<std::byte>> want(rows);
-  for (std::size_t i = 0; i < rows; ++i) {
-    const auto* p = reinterpret_cast<const std::byte*>(data.data() + i * row);
-    want[i].assign(p, p + row);
-  }
-  const hdf5_source src(file);
+  // Windows of 2 units.
+  const window_file w;
+  const auto& want = w.want;
+  const hdf5_source src(w.file);
+  constexpr std::size_t rows = window_file::rows;
   const std::uint64_t bands = rows / 50;
   for (const std::size_t workers : {1, 3}) {
     for (const bool ahead : {true, false}) {
@@ -227,28 +242,12 @@ TEST_CASE("block_shuffled stages the next window with each window's batches, eac
 }
 
 TEST_CASE("block_shuffled in a device cache smaller than three windows: nothing staged ahead") {
-  // The same 8 MB file: windows of 2 storage blocks hold about 40 bands; an 8 MiB cache (about
-  // 80 places of 100 KB) holds a window and the batches in flight, not the three windows
-  // staging ahead needs.
-  gpufeed::test::temp_dir dir("h5devsmall");
-  const fs::path file = dir.path() / "rows.h5";
-  constexpr std::size_t rows = 8000, row = 1000;
-  const auto data = gpufeed::test::pattern<std::uint8_t>(rows * row, 7);
-  {
-    gpufeed::test::h5_file f(file);
-    gpufeed::test::dataset_spec d;
-    d.dims = {rows, row};
-    d.chunk = {50, row};
-    d.shuffle = true;
-    d.deflate = 4;
-    f.add(d, data);
-  }
-  std::vector<std::vector<std::byte>> want(rows);
-  for (std::size_t i = 0; i < rows; ++i) {
-    const auto* p = reinterpret_cast<const std::byte*>(data.data() + i * row);
-    want[i].assign(p, p + row);
-  }
-  const hdf5_source src(file);
+  // Windows of 2 storage blocks hold about 40 bands; an 8 MiB cache (about 80 places of 100 KB)
+  // holds a window and the batches in flight, not the three windows staging ahead needs.
+  const window_file w;
+  const auto& want = w.want;
+  const hdf5_source src(w.file);
+  constexpr std::size_t rows = window_file::rows;
   loader_config c = config(sample_order::block_shuffled, emulated());
   c.batch_size = 64;
   c.workers = 1;
