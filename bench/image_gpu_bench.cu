@@ -6,15 +6,22 @@
 //                   API (hardware engines where the probe finds them) and crops it with the
 //                   fused kernel into a device batch (--dtype, CHW, ImageNet mean/std), two
 //                   batches in flight; the JPEGs nvJPEG cannot take are decoded on W host threads
-//                   (the submitting one among them)
+//                   (the submitting one among them), which also take a share of the GPU's
+//                   JPEGs when they would finish first (jpeg_decode_options::host_share)
+//   gpu-only/workers=W  the same without that share: the GPU decodes every JPEG it can
 //   cpu/workers=W   the loader with random_resized_crop_transform in W workers (TurboJPEG +
 //                   the CPU resample, CHW) to the device target, then cuda::normalizer to
 //                   half: today's path, for comparison
 // and gpu-decode-only/batch (the decoder alone on batches already in pinned memory, 4 host
-// threads: the GPU side's ceiling). Every case runs for --seconds after a warm-up.
+// threads: the GPU side's ceiling). Every case runs for --seconds after a warm-up, and reports
+// the p50 / p99 of the time the consuming loop waited per batch.
+// With --step-ms S, gpu+step/workers=W and cpu+step/workers=W run again with a simulated
+// training step: a kernel on its own stream, S ms on every SM (256 threads a block, so the
+// loader's kernels still find room), after each batch is ready and before its buffer is reused;
+// `step_ratio` = time per batch / max(the same case's time per batch without the step, S).
 //
 //   image_gpu_bench --photos DIR [--shards DIR] [--workers 1,2,4] [--seconds 3] [--size 224]
-//                   [--batch 256] [--dtype f16|f32|bf16|u8] [--json]
+//                   [--batch 256] [--dtype f16|f32|bf16|u8] [--step-ms S] [--json]
 // Progress and a table on stderr; --json prints one JSON array on stdout.
 #include <CLI/CLI.hpp>
 
@@ -53,8 +60,44 @@ struct options {
   int size = 224;
   std::size_t batch = 256;
   std::string dtype = "f16";
+  double step_ms = 0;
   bool json_out = false;
 };
+
+// The simulated training step: every thread spins until `ns` nanoseconds of the GPU's global
+// timer have passed since it started.
+__global__ void step_kernel(unsigned long long ns) {
+  unsigned long long t0 = 0, t = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+}
+
+// Queues one simulated step on `s` after `ready`.
+void step(cudaStream_t s, cudaEvent_t ready, double ms) {
+  static const int sms = [] {
+    int d = 0, n = 0;
+    GPUFEED_CUDA_TRY(cudaGetDevice(&d));
+    GPUFEED_CUDA_TRY(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, d));
+    return n;
+  }();
+  GPUFEED_CUDA_TRY(cudaStreamWaitEvent(s, ready, 0));
+  step_kernel<<<sms, 256, 0, s>>>(static_cast<unsigned long long>(ms * 1e6));
+  GPUFEED_CUDA_TRY(cudaGetLastError());
+}
+
+// p50 and p99 of the waits, in milliseconds, into `j`.
+void latency(json& j, std::vector<double> waits) {
+  if (waits.empty()) return;
+  std::sort(waits.begin(), waits.end());
+  const auto at = [&](double q) {
+    return waits[std::min(waits.size() - 1, static_cast<std::size_t>(q * static_cast<double>(waits.size())))] * 1e3;
+  };
+  j["batch_ms_p50"] = at(0.50);
+  j["batch_ms_p99"] = at(0.99);
+  j["batches"] = waits.size();
+}
 
 double since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
@@ -65,9 +108,11 @@ gpufeed::cuda::jpeg_dtype dtype_of(const std::string& s) {
   return s == "u8" ? jpeg_dtype::u8 : s == "f32" ? jpeg_dtype::f32 : s == "bf16" ? jpeg_dtype::bf16 : jpeg_dtype::f16;
 }
 
-gpufeed::cuda::jpeg_decode_options decode_options(const options& o, std::size_t host_threads) {
+gpufeed::cuda::jpeg_decode_options decode_options(const options& o, std::size_t host_threads,
+                                                  bool share = true) {
   gpufeed::cuda::jpeg_decode_options d;
   d.host_threads = host_threads;
+  d.host_share = share;
   d.size = o.size;
   d.layout = gpufeed::image::pixel_layout::chw;
   d.dtype = dtype_of(o.dtype);
@@ -104,22 +149,25 @@ std::vector<gpufeed::cuda::jpeg_item> stage(const gpufeed::batch& b, gpufeed::cu
   return items;
 }
 
-json gpu_rate(const gpufeed::hdf5_source& src, const options& o, std::size_t workers) {
+json gpu_rate(const gpufeed::hdf5_source& src, const options& o, std::size_t workers, bool share,
+              double step_ms) {
   gpufeed::loader_config c;
   c.batch_size = o.batch;
   c.workers = workers;
   gpufeed::loader<gpufeed::hdf5_source> l(src, c);
-  gpufeed::cuda::jpeg_batch_decoder dec(decode_options(o, workers));
+  gpufeed::cuda::jpeg_batch_decoder dec(decode_options(o, workers, share));
   // Two batches in flight: batch k + 1 is read, staged and planned (and its CPU share decoded)
   // while the GPU decodes batch k; a slot is reused once its batch has run.
   std::array<gpufeed::cuda::device_buffer, 2> out{gpufeed::cuda::device_buffer(dec.record_bytes() * o.batch),
                                                   gpufeed::cuda::device_buffer(dec.record_bytes() * o.batch)};
   std::array<gpufeed::cuda::pinned_buffer, 2> pin;
-  std::array<gpufeed::cuda::event, 2> done;
+  std::array<gpufeed::cuda::event, 2> done, ready;
   std::array<bool, 2> busy{false, false};
-  gpufeed::cuda::stream s;
-  std::uint64_t images = 0, gpu = 0, cpu = 0, failed = 0, k = 0;
+  gpufeed::cuda::stream s, compute;
+  std::uint64_t images = 0, gpu = 0, cpu = 0, moved = 0, failed = 0, k = 0;
+  std::vector<double> waits;
   auto one = [&](bool count) {
+    const auto t0 = clock_type::now();
     auto b = l.next();
     if (!b) return false;
     const std::size_t slot = k++ % 2;
@@ -128,9 +176,18 @@ json gpu_rate(const gpufeed::hdf5_source& src, const options& o, std::size_t wor
     std::vector<gpufeed::record_rng> rngs;
     for (std::size_t i = 0; i < items.size(); ++i) rngs.emplace_back(1, b->epoch(), b->indices()[i]);
     const auto r = dec.decode(items, rngs, out[slot].data(), s);
-    done[slot].record(s);
+    if (step_ms > 0) {  // the step reads the batch; its buffer is free once the step has run
+      ready[slot].record(s);
+      step(compute, ready[slot], step_ms);
+      done[slot].record(compute);
+    } else {
+      done[slot].record(s);
+    }
     busy[slot] = true;
-    if (count) images += items.size(), gpu += r.gpu, cpu += r.cpu, failed += r.failed;
+    if (count) {
+      images += items.size(), gpu += r.gpu, cpu += r.cpu, moved += r.moved, failed += r.failed;
+      waits.push_back(since(t0));
+    }
     return true;
   };
   for (int k = 0; k < 3; ++k) one(false);
@@ -138,14 +195,19 @@ json gpu_rate(const gpufeed::hdf5_source& src, const options& o, std::size_t wor
   while (since(t0) < o.seconds && one(true)) {
   }
   GPUFEED_CUDA_TRY(cudaStreamSynchronize(s));
+  GPUFEED_CUDA_TRY(cudaStreamSynchronize(compute));
   const double secs = since(t0);
-  return {{"case", "gpu/workers=" + std::to_string(workers)}, {"workers", workers},
-          {"images_per_s", static_cast<double>(images) / secs}, {"seconds", secs},
-          {"nvjpeg_backend", gpufeed::image::to_string(dec.capability().backend)},
-          {"decoded_gpu", gpu}, {"decoded_cpu", cpu}, {"failed", failed}};
+  const std::string name = step_ms > 0 ? "gpu+step" : share ? "gpu" : "gpu-only";
+  json j = {{"case", name + "/workers=" + std::to_string(workers)}, {"workers", workers},
+            {"images_per_s", static_cast<double>(images) / secs}, {"seconds", secs},
+            {"nvjpeg_backend", gpufeed::image::to_string(dec.capability().backend)},
+            {"decoded_gpu", gpu}, {"decoded_cpu", cpu}, {"moved_to_cpu", moved}, {"failed", failed}};
+  latency(j, std::move(waits));
+  return j;
 }
 
-json cpu_rate(const gpufeed::hdf5_source& src, const options& o, std::size_t workers) {
+json cpu_rate(const gpufeed::hdf5_source& src, const options& o, std::size_t workers,
+              double step_ms) {
   gpufeed::loader_config c;
   c.batch_size = o.batch;
   c.workers = workers;
@@ -155,25 +217,46 @@ json cpu_rate(const gpufeed::hdf5_source& src, const options& o, std::size_t wor
   gpufeed::loader<gpufeed::hdf5_source> l(src, c);
   const auto n = static_cast<std::size_t>(o.size) * o.size * 3;
   gpufeed::cuda::device_buffer out(n * o.batch * 4);
-  gpufeed::cuda::stream s;
+  gpufeed::cuda::stream s, compute;
+  gpufeed::cuda::event ready;
   const float mean[3] = {0.485f, 0.456f, 0.406f}, sd[3] = {0.229f, 0.224f, 0.225f};
   const gpufeed::cuda::normalizer<__half> norm(gpufeed::cuda::channel_layout::chw, n, mean, sd, 1.0f / 255);
   std::uint64_t images = 0;
+  std::vector<double> waits;
   auto one = [&](bool count) {
+    const auto t0 = clock_type::now();
+    // The previous step reads `out`: this batch's normalised copy waits for it.
+    if (step_ms > 0) GPUFEED_CUDA_TRY(cudaStreamSynchronize(compute));
     auto b = l.next();
     if (!b) return false;
     norm(reinterpret_cast<const std::uint8_t*>(b->data().data()), out.as<__half>(), b->size(), s);
+    if (step_ms > 0) {
+      ready.record(s);
+      step(compute, ready, step_ms);
+    }
     GPUFEED_CUDA_TRY(cudaStreamSynchronize(s));
-    if (count) images += b->size();
+    if (count) images += b->size(), waits.push_back(since(t0));
     return true;
   };
   for (int k = 0; k < 2 * static_cast<int>(workers) + 2; ++k) one(false);
   const auto t0 = clock_type::now();
   while (since(t0) < o.seconds && one(true)) {
   }
+  GPUFEED_CUDA_TRY(cudaStreamSynchronize(compute));
   const double secs = since(t0);
-  return {{"case", "cpu/workers=" + std::to_string(workers)}, {"workers", workers},
-          {"images_per_s", static_cast<double>(images) / secs}, {"seconds", secs}};
+  json j = {{"case", (step_ms > 0 ? "cpu+step" : "cpu") + std::string("/workers=") + std::to_string(workers)},
+            {"workers", workers}, {"images_per_s", static_cast<double>(images) / secs},
+            {"seconds", secs}};
+  latency(j, std::move(waits));
+  return j;
+}
+
+// step_ratio of a +step case against the same path's case without the step.
+void step_ratio(json& with, const json& without, const options& o) {
+  const double per_batch = static_cast<double>(o.batch) / with["images_per_s"].get<double>();
+  const double load = static_cast<double>(o.batch) / without["images_per_s"].get<double>();
+  with["step_ms"] = o.step_ms;
+  with["step_ratio"] = per_batch / std::max(load, o.step_ms / 1e3);
 }
 
 // The decoder alone on one batch of the shards' first records, already in pinned memory.
@@ -217,6 +300,7 @@ int main(int argc, char** argv) {
   app.add_option("--batch", o.batch, "batch size");
   app.add_option("--dtype", o.dtype, "output type of the GPU path")
       ->check(CLI::IsMember({"u8", "f32", "f16", "bf16"}));
+  app.add_option("--step-ms", o.step_ms, "also run with a simulated GPU step of this many ms");
   app.add_flag("--json", o.json_out, "one JSON array on stdout");
   CLI11_PARSE(app, argc, argv);
   if (o.shards.empty()) o.shards = o.photos.string() + "-shards";
@@ -231,11 +315,25 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%-28s %9.0f images/s\n", r["case"].get<std::string>().c_str(),
                  r["images_per_s"].get<double>());
     results.push_back(std::move(r));
+    const auto show = [&](json x) {
+      std::fprintf(stderr, "%-28s %9.0f images/s  batch p50 %6.2f ms  p99 %6.2f ms", x["case"].get<std::string>().c_str(),
+                   x["images_per_s"].get<double>(), x.value("batch_ms_p50", 0.0), x.value("batch_ms_p99", 0.0));
+      if (x.contains("step_ratio")) std::fprintf(stderr, "  step ratio %.3f", x["step_ratio"].get<double>());
+      if (x.contains("moved_to_cpu")) std::fprintf(stderr, "  host took %llu of the GPU's", static_cast<unsigned long long>(x["moved_to_cpu"].get<std::uint64_t>()));
+      std::fprintf(stderr, "\n");
+      results.push_back(std::move(x));
+    };
     for (std::size_t w : o.workers) {
-      for (json x : {gpu_rate(src, o, w), cpu_rate(src, o, w)}) {
-        std::fprintf(stderr, "%-28s %9.0f images/s\n", x["case"].get<std::string>().c_str(),
-                     x["images_per_s"].get<double>());
-        results.push_back(std::move(x));
+      json g = gpu_rate(src, o, w, true, 0), c = cpu_rate(src, o, w, 0);
+      show(g);
+      show(gpu_rate(src, o, w, false, 0));
+      show(c);
+      if (o.step_ms > 0) {
+        json gs = gpu_rate(src, o, w, true, o.step_ms), cs = cpu_rate(src, o, w, o.step_ms);
+        step_ratio(gs, g, o);
+        step_ratio(cs, c, o);
+        show(std::move(gs));
+        show(std::move(cs));
       }
     }
     if (o.json_out) std::printf("%s\n", results.dump(1).c_str());

@@ -13,7 +13,8 @@
 # differences are printed there), image_gpu_bench at WORKERS (1,2,4), torchvision's batched GPU
 # decode, and PyTorch DataLoader + PIL with ToTensor and PILToTensor at the same worker counts.
 # Writes $OUT/image_gpu.log and one JSON per step; prints a table last. Knobs (environment):
-# WORKERS, SECONDS_PER_CASE (3), DTYPE (f16), BUDGET_SECONDS (480), PYTHON.
+# WORKERS, SECONDS_PER_CASE (3), DTYPE (f16), STEP_MS (image_gpu_bench --step-ms; 0: none),
+# BUDGET_SECONDS (480), PYTHON.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$(cd "${1:-.gpu/bin}" && pwd) || { echo "no binary directory ${1:-.gpu/bin}"; exit 2; }
@@ -38,9 +39,9 @@ fi
 for t in test_nvjpeg_abi test_crop_kernel test_jpeg_decode_gpu; do
   [ -x "$bin/$t" ] && step "$t" 60 - "${cxx[@]}" "$bin/$t"
 done
-step image_gpu_bench 150 "$out/image_gpu_bench.json" "${cxx[@]}" "$bin/image_gpu_bench" \
+step image_gpu_bench 240 "$out/image_gpu_bench.json" "${cxx[@]}" "$bin/image_gpu_bench" \
   --photos "$photos" --shards "$photos-shards" --workers "$workers" --seconds "$seconds" \
-  --dtype "${DTYPE:-f16}" --json
+  --dtype "${DTYPE:-f16}" --step-ms "${STEP_MS:-0}" --json
 step torchvision_gpu 90 "$out/torchvision_gpu.json" "$python" \
   "$root/bench/peers/torchvision_gpu_decode.py" --root "$photos" --seconds "$seconds" --json
 step pytorch_images 150 "$out/pytorch_images.json" "$python" "$root/bench/peers/pytorch_images.py" \
@@ -58,6 +59,11 @@ for name in ("image_gpu_bench", "torchvision_gpu", "pytorch_images"):
 for r in rows:
     extra = ""
     if "decoded_gpu" in r:
-        extra = f"  ({r['nvjpeg_backend']}: {r['decoded_gpu']} on the GPU, {r['decoded_cpu']} on the CPU)"
+        extra = (f"  ({r['nvjpeg_backend']}: {r['decoded_gpu']} on the GPU, {r['decoded_cpu']} on the CPU,"
+                 f" {r['moved_to_cpu']} of them the GPU's)")
+    if "batch_ms_p50" in r:
+        extra += f"  batch p50 {r['batch_ms_p50']:.2f} ms, p99 {r['batch_ms_p99']:.2f} ms"
+    if "step_ratio" in r:
+        extra += f"  step ratio {r['step_ratio']:.3f}"
     print(f"{r['case']:<40} {r['images_per_s']:9.0f} images/s{extra}")
 PY

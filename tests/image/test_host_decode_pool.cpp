@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -84,4 +85,46 @@ TEST_CASE("host_decode_pool: a call's exception reaches the caller; the pool run
   std::vector<std::atomic<int>> calls(100);
   pool.run(calls.size(), [&](std::size_t k, image_decoder&, rgb_image&) { calls[k].fetch_add(1); });
   for (const auto& c : calls) CHECK(c.load() == 1);
+}
+
+TEST_CASE("host_decode_pool: lead runs once on the caller while the pool's threads decode") {
+  host_decode_pool pool(3);
+  std::atomic<int> others{0};
+  std::atomic<int> leads{0};
+  const auto caller = std::this_thread::get_id();
+  bool overlapped = false;
+  pool.run(
+      64,
+      [&](std::size_t, image_decoder&, rgb_image&) {
+        if (std::this_thread::get_id() != caller) others.fetch_add(1);
+      },
+      [&] {
+        leads.fetch_add(1);
+        CHECK(std::this_thread::get_id() == caller);
+        // The other threads take calls before this thread joins them.
+        for (int spin = 0; spin < 20000 && others.load() == 0; ++spin)
+          std::this_thread::sleep_for(std::chrono::microseconds(50));
+        overlapped = others.load() > 0;
+      });
+  CHECK(leads.load() == 1);
+  CHECK(overlapped);
+  int ran = 0;
+  pool.run(0, [](std::size_t, image_decoder&, rgb_image&) {}, [&] { ++ran; });
+  CHECK(ran == 1);
+}
+
+TEST_CASE("host_decode_pool: lead's exception reaches the caller after every call") {
+  host_decode_pool pool(2);
+  std::atomic<int> calls{0};
+  CHECK_THROWS_AS(pool.run(
+                      32,
+                      [&](std::size_t, image_decoder&, rgb_image&) {
+                        std::this_thread::sleep_for(std::chrono::microseconds(100));
+                        calls.fetch_add(1);
+                      },
+                      [] { throw std::runtime_error("submit failed"); }),
+                  std::runtime_error);
+  CHECK(calls.load() == 32);
+  pool.run(5, [&](std::size_t, image_decoder&, rgb_image&) { calls.fetch_add(1); });
+  CHECK(calls.load() == 37);
 }

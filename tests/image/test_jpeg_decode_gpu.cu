@@ -181,12 +181,49 @@ TEST_CASE("jpeg_batch_decoder through nvJPEG: close to the CPU transform, CPU ro
       check_close(d.records[i], want, i);
   }
   // A budget of about one large image at a time: decoded in chunks, the same records.
+  // (Without the host's share: each chunk's GPU images stay on the GPU.)
   cuda::jpeg_decode_options small;
   small.max_pixels = 1024 * 768;
   small.device_budget = small.max_pixels * 3 + 4096;
+  small.host_share = false;
   cuda::jpeg_batch_decoder chunked(small);
   const decoded c = run(chunked, b.items);
   for (std::size_t i = 0; i < b.items.size(); ++i) CHECK(c.records[i] == d.records[i]);
+}
+
+TEST_CASE("jpeg_batch_decoder sharing with the host: each record is the GPU's or the CPU's exactly") {
+  cuda::jpeg_decode_options gpu_only;
+  gpu_only.host_share = false;
+  cuda::jpeg_batch_decoder reference(gpu_only);
+  if (!reference.capability().gpu_decode())
+    GPUFEED_SKIP_TEST("no nvJPEG backend: " << reference.capability().notice);
+  const batch b;
+  const decoded g = run(reference, b.items);
+  REQUIRE(g.result.moved == 0);
+  cuda::jpeg_decode_options o;
+  o.host_threads = 8;  // a small batch on many threads: the host side finishes first
+  cuda::jpeg_batch_decoder dec(o);
+  std::size_t moved = 0;
+  for (int round = 0; round < 8; ++round) {
+    const decoded d = run(dec, b.items);
+    CHECK(d.result.failed == 0);
+    CHECK(d.result.gpu + d.result.cpu == b.items.size());
+    CHECK(d.result.moved <= d.result.cpu);
+    std::size_t from_cpu = 0;
+    for (std::size_t i = 0; i < b.items.size(); ++i) {
+      CAPTURE(round);
+      CAPTURE(i);
+      const auto want = cpu_record(b, i, 224, true);
+      const bool gpu_bytes = d.records[i] == g.records[i], cpu_bytes = d.records[i] == want;
+      CHECK((gpu_bytes || cpu_bytes));
+      // Images only the CPU decodes stay the CPU's; the others are the CPU's exactly when moved.
+      if (cpu_bytes && !gpu_bytes) ++from_cpu;
+    }
+    const std::size_t forced = g.result.cpu;
+    CHECK(from_cpu <= forced + d.result.moved);
+    moved += d.result.moved;
+  }
+  MESSAGE("images the host took from the GPU over 8 rounds of " << b.items.size() << ": " << moved);
 }
 
 TEST_CASE("jpeg_batch_decoder: a corrupt JPEG fails its record alone, naming shard and record") {

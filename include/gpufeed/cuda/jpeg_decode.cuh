@@ -17,7 +17,11 @@
 // - Routing (detail/image/nvjpeg_batch_plan.hpp): each header is read and bounded (max_pixels)
 //   before anything is allocated for it; JPEGs the backend cannot take are decoded by TurboJPEG
 //   on host_threads threads (this one among them) while the GPU decodes the others, uploaded,
-//   then cropped by the same kernel; when nvjpegDecodeBatched
+//   then cropped by the same kernel. With host_share, those threads also take some of the
+//   GPU's JPEGs when they would otherwise finish first (detail/image/decode_split.hpp: the share
+//   follows the seconds per image each decoder took on the batches before; the output is the
+//   same whichever decoder takes an image, up to nvJPEG's and TurboJPEG's pixel differences).
+//   When nvjpegDecodeBatched
 //   rejects a chunk's bytes (a corrupt JPEG that passed the header read), the whole chunk is
 //   decoded on the CPU instead, which names the bad record. Without nvJPEG (or without a working
 //   backend) every JPEG takes the CPU route: the output is the same.
@@ -36,6 +40,7 @@
 #include <cuda_runtime_api.h>
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -48,7 +53,7 @@
 #include "gpufeed/cuda/detail/crop_kernels.cuh"
 #include "gpufeed/cuda/detail/staging.hpp"
 #include "gpufeed/cuda/event.hpp"
-#include "gpufeed/detail/image/host_decode_pool.hpp"
+#include "gpufeed/detail/image/host_route.hpp"
 #include "gpufeed/detail/image/nvjpeg_batch_plan.hpp"
 #include "gpufeed/detail/image/nvjpeg_handles.hpp"
 #include "gpufeed/image/crop_decode.hpp"
@@ -75,11 +80,14 @@ struct jpeg_decode_options {
   // Threads, the caller's among them, that decode the images nvJPEG cannot take (TurboJPEG)
   // while the GPU decodes the rest of the batch.
   std::size_t host_threads = 4;
+  // Those threads also decode a share of the GPU's images, sized so both finish together.
+  bool host_share = true;
 };
 
 struct jpeg_batch_result {
   std::vector<std::exception_ptr> errors;  // per item: null when its record was written
   std::size_t gpu = 0, cpu = 0, failed = 0;  // how the items were decoded
+  std::size_t moved = 0;  // of cpu: images the GPU could take, decoded on the host to share work
 };
 
 class jpeg_batch_decoder {
@@ -89,7 +97,7 @@ class jpeg_batch_decoder {
  public:
   explicit jpeg_batch_decoder(jpeg_decode_options o = {})
       : o_(o), cpu_(image::decoder_options{o.max_pixels}),
-        host_(o.host_threads, image::decoder_options{o.max_pixels}),
+        host_(o.host_threads, o.host_share, image::decoder_options{o.max_pixels}),
         pixels_(o.device_budget, "jpeg_batch_decoder device pixels"),
         staging_(o.device_budget, "jpeg_batch_decoder CPU-fallback staging") {
     if (o.size <= 0 || (!o.train && o.resize <= 0))
@@ -213,8 +221,10 @@ class jpeg_batch_decoder {
                 "nvjpegDecodeBatchedInitialize");
       initialized_ = n;
     }
+    gpu_start_.record(stream);
     const nv::status s = lib_.api().decode_batched(h_.get(), state_.get(), data.data(),
                                                    lengths.data(), planes.data(), stream);
+    gpu_stop_.record(stream);
     if (s == nv::status::bad_jpeg || s == nv::status::incomplete_bitstream ||
         s == nv::status::jpeg_not_supported) {
       initialized_ = 0;  // initialise the state afresh for the next batch
@@ -228,7 +238,10 @@ class jpeg_batch_decoder {
                  std::vector<planned>& plan, const std::vector<std::size_t>& chunk, void* out,
                  cudaStream_t stream, jpeg_batch_result& r) {
     if (chunk.empty()) return;
-    if (pending_) uploaded_.synchronize();  // the last chunk's buffers are about to be reused
+    if (pending_) {  // the last chunk's buffers are about to be reused; learn its GPU time
+      uploaded_.synchronize();
+      learn_gpu();
+    }
     pending_ = false;
     std::vector<std::size_t> at(items.size()), gpu, cpu;
     std::size_t bytes = 0;
@@ -237,43 +250,43 @@ class jpeg_batch_decoder {
       bytes += aligned(decoded_bytes(plan[i]));
       (plan[i].to == route::gpu ? gpu : cpu).push_back(i);
     }
+    const std::size_t forced = cpu.size();
+    for (std::size_t k = host_.split().moved(forced, gpu.size()); k > 0; --k) {
+      cpu.push_back(gpu.back());
+      gpu.pop_back();
+    }
     std::byte* base = pixels_.reserve(bytes);
-    if (!decode_gpu(items, gpu, plan, at, base, stream)) {
+    // CPU route (detail/image/host_route.hpp): TurboJPEG into pinned staging on the host
+    // threads, then uploaded to the image's offset. This thread submits the GPU decode while the
+    // others decode (nvjpegDecodeBatched may hold its caller until the engines are done).
+    std::byte* host = cpu.empty() ? nullptr : staging_.reserve(bytes);
+    std::vector<std::array<int, 2>> size(items.size());
+    bool accepted = true;
+    host_.decode(items, plan, cpu, forced, at, align, host, size, r.errors, [&] {
+      const auto t0 = std::chrono::steady_clock::now();
+      accepted = decode_gpu(items, gpu, plan, at, base, stream);
+      last_submit_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    });
+    last_gpu_ = accepted ? gpu.size() : 0;
+    if (!accepted) {  // nvJPEG rejected a JPEG of the chunk: its GPU images go to the CPU too
       for (const std::size_t i : gpu) plan[i].why = "nvjpegDecodeBatched rejected its chunk";
+      if (host == nullptr) host = staging_.reserve(bytes);
+      host_.decode(items, plan, gpu, gpu.size(), at, align, host, size, r.errors, [] {});
       cpu.insert(cpu.end(), gpu.begin(), gpu.end());
       gpu.clear();
     }
     std::vector<cuda::detail::crop_job> jobs;
     for (const std::size_t i : gpu) jobs.push_back(job(rngs, i, plan[i].width, plan[i].height, base + at[i]));
-    // CPU route: TurboJPEG at full size on the host threads (while the GPU decodes), into
-    // pinned staging, then uploaded to the image's offset.
-    std::byte* host = cpu.empty() ? nullptr : staging_.reserve(bytes);
-    std::vector<std::array<int, 2>> size(cpu.size());
-    host_.run(cpu.size(), [&](std::size_t k, image::image_decoder& d, image::rgb_image& img) {
-      const std::size_t i = cpu[k];
-      try {
-        d.decode(items[i].bytes, img, items[i].where);
-      } catch (const error&) {
-        r.errors[i] = std::current_exception();
-        return;
-      }
-      if (img.size_bytes() > aligned(decoded_bytes(plan[i]))) {  // TurboJPEG disagrees with
-        r.errors[i] = std::make_exception_ptr(corrupt_error(     // nvJPEG's header read
-            "corrupt JPEG: its decode is larger than its header says", items[i].where));
-        return;
-      }
-      std::memcpy(host + at[i], img.data(), img.size_bytes());
-      size[k] = {img.width(), img.height()};
-    });
-    for (std::size_t k = 0; k < cpu.size(); ++k) {
-      const std::size_t i = cpu[k];
+    for (const std::size_t i : cpu) {
       if (r.errors[i]) continue;
-      const std::size_t n = static_cast<std::size_t>(size[k][0]) * size[k][1] * 3;
+      const std::size_t n = static_cast<std::size_t>(size[i][0]) * size[i][1] * 3;
       GPUFEED_CUDA_TRY(cudaMemcpyAsync(base + at[i], host + at[i], n, cudaMemcpyHostToDevice, stream));
-      jobs.push_back(job(rngs, i, size[k][0], size[k][1], base + at[i]));
+      jobs.push_back(job(rngs, i, size[i][0], size[i][1], base + at[i]));
     }
     r.gpu += gpu.size();
     r.cpu += jobs.size() - gpu.size();
+    if (accepted)
+      for (std::size_t k = forced; k < cpu.size(); ++k) r.moved += r.errors[cpu[k]] ? 0 : 1;
     if (jobs.empty()) return;
     const std::size_t job_bytes = jobs.size() * sizeof(cuda::detail::crop_job);
     std::byte* jh = job_host_.reserve(job_bytes);
@@ -290,6 +303,14 @@ class jpeg_batch_decoder {
                               o_.layout == image::pixel_layout::chw, p, stream);
     uploaded_.record(stream);
     pending_ = true;
+  }
+
+  // The last chunk's GPU seconds per image: its decode's span on the stream, or the time
+  // nvjpegDecodeBatched held this thread, whichever is longer.
+  void learn_gpu() {
+    if (last_gpu_ == 0) return;
+    const double on_stream = event::elapsed_ms(gpu_start_, gpu_stop_) / 1e3;
+    host_.split().record_gpu(last_gpu_, std::max(on_stream, last_submit_));
   }
 
   cuda::detail::crop_job job(std::span<record_rng> rngs, std::size_t i, int w, int h,
@@ -312,13 +333,16 @@ class jpeg_batch_decoder {
   gpufeed::detail::image::nvjpeg::jpeg_state state_;
   int initialized_ = 0;  // the batch size nvjpegDecodeBatchedInitialize was last called with
   image::image_decoder cpu_;  // header reads
-  gpufeed::detail::image::host_decode_pool host_;
+  gpufeed::detail::image::host_route host_;
   detail::growing_buffer<device_buffer> pixels_;
   detail::growing_buffer<pinned_buffer> staging_;
   detail::growing_buffer<pinned_buffer> job_host_;
   detail::growing_buffer<device_buffer> job_device_;
   event uploaded_;
+  event gpu_start_{event::timing::enabled}, gpu_stop_{event::timing::enabled};
   bool pending_ = false;
+  std::size_t last_gpu_ = 0;  // GPU images of the last chunk (0: none decoded there)
+  double last_submit_ = 0;    // seconds nvjpegDecodeBatched held this thread, last chunk
 };
 
 }  // namespace gpufeed::cuda

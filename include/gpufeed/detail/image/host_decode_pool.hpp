@@ -47,7 +47,19 @@ class host_decode_pool {
   // others have finished (calls not yet started are skipped). One run at a time.
   template <class F>
   void run(std::size_t n, F&& f) {
-    if (n == 0) return;
+    run(n, std::forward<F>(f), [] {});
+  }
+
+  // The same, with `lead()` run on the caller once the pool's threads have started on the calls
+  // and before the caller joins them: work the caller must do itself (submitting a GPU decode
+  // that blocks it) overlaps the other threads' decodes. An exception from lead() is rethrown
+  // once every started call has returned, before any from the calls.
+  template <class F, class L>
+  void run(std::size_t n, F&& f, L&& lead) {
+    if (n == 0) {
+      lead();
+      return;
+    }
     std::function<void(std::size_t, gpufeed::image::image_decoder&, gpufeed::image::rgb_image&)>
         job = std::forward<F>(f);
     {
@@ -60,10 +72,20 @@ class host_decode_pool {
       ++generation_;
     }
     wake_.notify_all();
+    std::exception_ptr led;
+    try {
+      lead();
+    } catch (...) {
+      led = std::current_exception();
+    }
     work(0);
     std::unique_lock lock(mutex_);
     done_.wait(lock, [&] { return pending_ == 0; });
     job_ = nullptr;
+    if (led) {
+      failed_ = nullptr;
+      std::rethrow_exception(led);
+    }
     if (failed_) std::rethrow_exception(std::exchange(failed_, nullptr));
   }
 
