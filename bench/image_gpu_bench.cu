@@ -1,11 +1,11 @@
 // image_gpu_bench: images/s of JPEG decode + RandomResizedCrop + flip + normalise into GPU
 // memory, on image_bench's photo set and shards, two ways in one run:
-//   gpu/workers=W   the loader's W workers only read each record's compressed bytes (no
-//                   transform, host target); the submitting thread copies each batch into
-//                   pinned memory and cuda::jpeg_batch_decoder decodes it with nvJPEG's batched
-//                   API (hardware engines where the probe finds them) and crops it with the
-//                   fused kernel into a device batch (--dtype, CHW, ImageNet mean/std), two
-//                   batches in flight; the JPEGs nvJPEG cannot take are decoded on W host threads
+//   gpu/workers=W   cuda::image_loader: the loader's W workers only read each record's
+//                   compressed bytes; next() copies each batch into pinned memory and
+//                   cuda::jpeg_batch_decoder decodes it with nvJPEG's batched API (hardware
+//                   engines where the probe finds them) and crops it with the fused kernel into
+//                   a device batch (--dtype, CHW, ImageNet mean/std), three batches in flight;
+//                   the JPEGs nvJPEG cannot take are decoded on W host threads
 //                   (the submitting one among them), which also take a share of the GPU's
 //                   JPEGs when they would finish first (jpeg_decode_options::host_share)
 //   gpu-only/workers=W  the same without that share: the GPU decodes every JPEG it can
@@ -38,6 +38,7 @@
 
 #include "gpufeed/cuda/device_buffer.hpp"
 #include "gpufeed/cuda/device_target.hpp"
+#include "gpufeed/cuda/image_loader.cuh"
 #include "gpufeed/cuda/jpeg_decode.cuh"
 #include "gpufeed/cuda/normalize.cuh"
 #include "gpufeed/cuda/pinned.hpp"
@@ -151,57 +152,38 @@ std::vector<gpufeed::cuda::jpeg_item> stage(const gpufeed::batch& b, gpufeed::cu
 
 json gpu_rate(const gpufeed::hdf5_source& src, const options& o, std::size_t workers, bool share,
               double step_ms) {
-  gpufeed::loader_config c;
-  c.batch_size = o.batch;
-  c.workers = workers;
-  gpufeed::loader<gpufeed::hdf5_source> l(src, c);
-  gpufeed::cuda::jpeg_batch_decoder dec(decode_options(o, workers, share));
-  // Two batches in flight: batch k + 1 is read, staged and planned (and its CPU share decoded)
-  // while the GPU decodes batch k; a slot is reused once its batch has run.
-  std::array<gpufeed::cuda::device_buffer, 2> out{gpufeed::cuda::device_buffer(dec.record_bytes() * o.batch),
-                                                  gpufeed::cuda::device_buffer(dec.record_bytes() * o.batch)};
-  std::array<gpufeed::cuda::pinned_buffer, 2> pin;
-  std::array<gpufeed::cuda::event, 2> done, ready;
-  std::array<bool, 2> busy{false, false};
-  gpufeed::cuda::stream s, compute;
-  std::uint64_t images = 0, gpu = 0, cpu = 0, moved = 0, failed = 0, k = 0;
+  gpufeed::cuda::image_loader_config c;
+  c.loader.batch_size = o.batch;
+  c.loader.workers = workers;
+  c.loader.seed = 1;
+  c.decode = decode_options(o, workers, share);
+  gpufeed::cuda::image_loader<gpufeed::hdf5_source> l(src, c);
+  gpufeed::cuda::stream compute;  // the consumer: the simulated step, when there is one
   std::vector<double> waits;
   auto one = [&](bool count) {
     const auto t0 = clock_type::now();
-    auto b = l.next();
+    auto b = l.next(compute);
     if (!b) return false;
-    const std::size_t slot = k++ % 2;
-    if (busy[slot]) done[slot].synchronize();
-    const auto items = stage(*b, pin[slot]);
-    std::vector<gpufeed::record_rng> rngs;
-    for (std::size_t i = 0; i < items.size(); ++i) rngs.emplace_back(1, b->epoch(), b->indices()[i]);
-    const auto r = dec.decode(items, rngs, out[slot].data(), s);
-    if (step_ms > 0) {  // the step reads the batch; its buffer is free once the step has run
-      ready[slot].record(s);
-      step(compute, ready[slot], step_ms);
-      done[slot].record(compute);
-    } else {
-      done[slot].record(s);
-    }
-    busy[slot] = true;
-    if (count) {
-      images += items.size(), gpu += r.gpu, cpu += r.cpu, moved += r.moved, failed += r.failed;
-      waits.push_back(since(t0));
-    }
-    return true;
+    if (step_ms > 0) step(compute, b->ready(), step_ms);
+    if (count) waits.push_back(since(t0));
+    return true;  // b released: its memory is reused once `compute` has passed this point
   };
   for (int k = 0; k < 3; ++k) one(false);
+  const auto s0 = l.image_stats();
   const auto t0 = clock_type::now();
   while (since(t0) < o.seconds && one(true)) {
   }
-  GPUFEED_CUDA_TRY(cudaStreamSynchronize(s));
   GPUFEED_CUDA_TRY(cudaStreamSynchronize(compute));
+  GPUFEED_CUDA_TRY(cudaDeviceSynchronize());
   const double secs = since(t0);
+  const auto s1 = l.image_stats();
   const std::string name = step_ms > 0 ? "gpu+step" : share ? "gpu" : "gpu-only";
   json j = {{"case", name + "/workers=" + std::to_string(workers)}, {"workers", workers},
-            {"images_per_s", static_cast<double>(images) / secs}, {"seconds", secs},
-            {"nvjpeg_backend", gpufeed::image::to_string(dec.capability().backend)},
-            {"decoded_gpu", gpu}, {"decoded_cpu", cpu}, {"moved_to_cpu", moved}, {"failed", failed}};
+            {"images_per_s", static_cast<double>(s1.images - s0.images) / secs}, {"seconds", secs},
+            {"nvjpeg_backend", gpufeed::image::to_string(l.capability().backend)},
+            {"decoded_gpu", s1.decoded_gpu - s0.decoded_gpu},
+            {"decoded_cpu", s1.decoded_cpu - s0.decoded_cpu},
+            {"moved_to_cpu", s1.moved_to_cpu - s0.moved_to_cpu}, {"failed", s1.failed - s0.failed}};
   latency(j, std::move(waits));
   return j;
 }
