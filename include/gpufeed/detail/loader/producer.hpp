@@ -41,7 +41,9 @@ template <source Source>
 class producer {
  public:
   producer(const Source& src, loader_state& state)
-      : source_(src), s_(state), read_ahead_(src, state.setup), handoff_(src, state) {}
+      : source_(src), s_(state),
+        read_ahead_(src, state.setup, state.device ? &state.device->plan() : nullptr),
+        handoff_(src, state) {}
 
   // Nothing the planner throws leaves its thread: a batch it cannot plan fails with the error
   // (plan_batch's), and anything else fails the next batch and ends the stream there.
@@ -108,9 +110,10 @@ class producer {
           // Behind the batch's own tasks: its share of the next window to decode ahead
           // (read_ahead.hpp), cut into at most one contiguous run of slots per worker. Decoding
           // on the device, the share is staged into the batch's work as tasks of the batch (it
-          // is decoded in the batch's launch, before the next window's batches gather from it).
+          // is decoded in the batch's launch, before the next window's batches gather from it);
+          // read_ahead_ gives none when the device plan stages no window ahead.
           const bool device = s_.device != nullptr;
-          if (ahead && (!device || s_.device->plan().window_ahead)) {
+          if (ahead) {
             const std::uint64_t n = ahead->end - ahead->first;
             const std::uint64_t parts = std::min<std::uint64_t>(n, p.config.workers);
             for (std::uint64_t k = 0; k < parts; ++k)

@@ -27,7 +27,9 @@
 // loader_config::decode_ahead (the cache then holds two windows); docs/design.md has the
 // measurements. Decoding on the device, the same shares are staged for the device by tasks of
 // the batch (stage_ahead): the batch's launch decodes them, so the next window's units are
-// decoded a window early, in launches of many units, and its first batches only gather.
+// decoded a window early, in launches of many units, and its first batches only gather; only
+// when the device plan stages windows ahead (device_decode_plan::window_ahead), else no batch
+// gets a share.
 #pragma once
 
 #include <algorithm>
@@ -41,6 +43,7 @@
 
 #include "gpufeed/detail/device_decode/batch_work.hpp"
 #include "gpufeed/detail/loader/config.hpp"
+#include "gpufeed/detail/loader/device_stage.hpp"
 #include "gpufeed/source.hpp"
 
 namespace gpufeed::detail::loading {
@@ -54,10 +57,13 @@ class window_read_ahead {
            p.config.order == sample_order::block_shuffled && p.config.decode_ahead;
   }
 
-  window_read_ahead(const Source& src, const pipeline_setup& p) noexcept
+  // `device`: the loader's device decode plan (null when it decodes on the host); its shares
+  // are staged for the device, and there are none unless the plan stages windows ahead.
+  window_read_ahead(const Source& src, const pipeline_setup& p,
+                    const device_decode_plan* device = nullptr) noexcept
       : source_(src), order_(p.order), epochs_(p.config.epochs),
         advise_(read_ahead_source<Source> && p.config.order == sample_order::block_shuffled),
-        decode_(decodes_ahead(p)) {}
+        decode_(decodes_ahead(p) && (device == nullptr || device->window_ahead)) {}
 
   // Slots [first, end) of window `window` of `epoch` (indices into the window's units, in the
   // order for_each_window_unit gives them), to decode ahead.
