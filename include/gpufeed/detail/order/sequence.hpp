@@ -257,10 +257,11 @@ class epoch_sequence {
     explicit divider(std::uint64_t d) noexcept
         : shift(std::has_single_bit(d) ? std::countr_zero(d) : -1),
           magic(shift < 0 ? ~std::uint64_t{0} / d + 1 : 0) {}
+    // The high 64 bits of magic x x in two 32 x 32-bit halves (x < 2^32: neither product nor
+    // their sum overflows), without a 128-bit type.
     [[nodiscard]] std::uint64_t quotient(std::uint64_t x) const noexcept {
-      __extension__ using wide = unsigned __int128;
-      return shift >= 0 ? x >> shift
-                        : static_cast<std::uint64_t>((static_cast<wide>(magic) * x) >> 64);
+      if (shift >= 0) return x >> shift;
+      return ((magic >> 32) * x + (((magic & 0xffffffffull) * x) >> 32)) >> 32;
     }
     int shift;
     std::uint64_t magic;
