@@ -5,10 +5,17 @@
 // bijection on [0, n). The domain is less than 4n, so the expected number of walks is below 4;
 // each costs `rounds` 64-bit mixes. No n-sized array is ever built, so shuffling a billion
 // records costs the same memory as shuffling ten.
+//
+// fill() gives the images of a run of inputs, the same values as operator(), `lanes` at a time:
+// one image is a chain of dependent multiplies and its cycle walk an unpredictable branch, so
+// computed one by one the CPU waits on each; lanes in lockstep keep its multipliers busy, and a
+// lane whose value walks on stays in the lockstep instead of branching.
 #pragma once
 
 #include <bit>
+#include <cstddef>
 #include <cstdint>
+#include <span>
 
 namespace gpufeed::detail {
 
@@ -47,7 +54,77 @@ class feistel_permutation {
     return x;
   }
 
+  // out[k] = (*this)(first + k) for every k. Precondition: first + out.size() <= n.
+  void fill(std::uint64_t first, std::span<std::uint64_t> out) const noexcept {
+    images([first](std::size_t k) { return first + k; }, out);
+  }
+
+  // v = (*this)(v) for every v in `values`. Precondition: every v < n.
+  void map(std::span<std::uint64_t> values) const noexcept {
+    const std::uint64_t* in = values.data();
+    images([in](std::size_t k) { return in[k]; }, values);
+  }
+
  private:
+  static constexpr std::size_t lanes = 8;
+
+  // out[k] = (*this)(input(k)) for every k. input(k) is asked once, before out[k] is written and
+  // after out[0, k) may have been (so `out` may hold the inputs). Each lane holds the value it
+  // encrypts next (an input, or an image >= n walking on) and the place of its input; every step
+  // stores each lane's image at its place: an image < n is final and the lane takes the next
+  // input, one >= n is overwritten when its walk ends. Steps run while a whole step of inputs is
+  // left, so every place written is in `out`; the lanes' last inputs then walk out alone.
+  template <class Input>
+  void images(Input input, std::span<std::uint64_t> out) const noexcept {
+    const std::size_t count = out.size();
+    std::size_t next = 0;  // the next input not yet in a lane
+    if (count >= 2 * lanes) {
+      std::uint64_t x[lanes], y[lanes];
+      std::size_t at[lanes];
+      for (std::size_t j = 0; j < lanes; ++j) {
+        x[j] = input(j);
+        at[j] = j;
+      }
+      next = lanes;
+      while (next + lanes <= count) {
+        encrypt_lanes(x, y);
+        for (std::size_t j = 0; j < lanes; ++j) {
+          out[at[j]] = y[j];
+          const bool done = y[j] < n_;
+          const std::uint64_t fresh = input(done ? next : at[j]);  // at[j]: any place read
+          x[j] = done ? fresh : y[j];
+          at[j] = done ? next : at[j];
+          next += done;
+        }
+      }
+      for (std::size_t j = 0; j < lanes; ++j) {
+        std::uint64_t v = x[j];
+        do {
+          v = encrypt(v);
+        } while (v >= n_);
+        out[at[j]] = v;
+      }
+    }
+    for (; next < count; ++next) out[next] = (*this)(input(next));
+  }
+
+  // y[j] = encrypt(x[j]) for every lane, round by round across the lanes.
+  void encrypt_lanes(const std::uint64_t* x, std::uint64_t* y) const noexcept {
+    std::uint64_t left[lanes], right[lanes];
+    for (std::size_t j = 0; j < lanes; ++j) {
+      left[j] = x[j] >> half_bits_;
+      right[j] = x[j] & half_mask_;
+    }
+    for (const std::uint64_t rk : round_keys_) {
+      for (std::size_t j = 0; j < lanes; ++j) {
+        const std::uint64_t next_right = left[j] ^ (mix64(right[j] ^ rk) & half_mask_);
+        left[j] = right[j];
+        right[j] = next_right;
+      }
+    }
+    for (std::size_t j = 0; j < lanes; ++j) y[j] = (left[j] << half_bits_) | right[j];
+  }
+
   [[nodiscard]] constexpr std::uint64_t encrypt(std::uint64_t x) const noexcept {
     std::uint64_t left = x >> half_bits_;
     std::uint64_t right = x & half_mask_;

@@ -133,12 +133,17 @@ class producer {
       at = next;
       s_.timeline.add(s_.timeline.planner(), "wait for slot", w0, w1, slot.meta.sequence);
       s_.timeline.add(s_.timeline.planner(), "plan", w1, s_.timeline.now(), slot.meta.sequence);
+      // The batch's share of the next window's advice (read_ahead.hpp): behind its tasks, so
+      // that walking pages already cached does not hold them back, unless it reads there too.
+      if (planned.advise_first) read_ahead_.advise(planned.advice);
       if (slot.error || slot.meta.records == 0) {
         handoff_.finish(*s, st);
+        if (!planned.advise_first) read_ahead_.advise(planned.advice);
         continue;
       }
       // One lock and one wake-up for the whole batch: a notify per chunk cost ~3 us each.
       if (!s_.work.push_all(std::span<chunk_task>(tasks_), st)) return;
+      if (!planned.advise_first) read_ahead_.advise(planned.advice);
     }
   }
 

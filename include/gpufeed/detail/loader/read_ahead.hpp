@@ -1,14 +1,20 @@
-// gpufeed::detail — read-ahead for the block_shuffled order: when the planner enters window k
-// of an epoch, it advises the source (source.hpp's will_need: posix_fadvise / madvise
-// WILLNEED) that every unit of window k + 1 will be read, and at an epoch's (or a resume's)
-// first window also window k itself. The kernel then reads those units whole and in file order
-// while the workers read window k's records in shuffled order, so a first pass over shards
-// evicted from the page cache reads at the device's sequential rate instead of its random 16 KiB
-// rate. One window ahead is enough: a window is the decoded-chunk cache's working set and takes
-// far longer to consume than its read-ahead takes to queue; further ahead would only compete
-// with the window being read for page cache. Other orders get no advice (sequential reads are
-// the kernel's own read-ahead case; full random has nothing to read ahead of).
-// The planner thread calls it; advice never blocks and never throws.
+// gpufeed::detail — read-ahead for the block_shuffled order: the planner advises the source
+// (source.hpp's will_need: posix_fadvise / madvise WILLNEED) that every unit of the next window
+// (window k + 1 of the epoch, or the next epoch's first) will be read, in shares spread over
+// window k's batches as decode ahead's are (below), each given after the batch's tasks are
+// queued; a window entered other than from the one before it (an epoch's, or a resume's, first)
+// is advised whole before its first batch is queued. The kernel then reads those units whole and
+// in file order while the workers read window k's records in shuffled order, so a first pass
+// over shards evicted from the page cache reads at the device's sequential rate instead of its
+// random 16 KiB rate. Advice over data already in the page cache still walks its pages (a
+// millisecond or more per 128 MiB): spread and given behind the batches, it never holds back the
+// planning of a batch the workers wait for, and an epoch of one window does not advise it whole
+// at each epoch's start. One window ahead is enough: a window is the decoded-chunk cache's
+// working set and takes far longer to consume than its read-ahead takes to queue; further ahead
+// would only compete with the window being read for page cache. A batch whose records reach
+// into the next window has that window's remaining units advised before it is queued. Other
+// orders get no advice (sequential reads are the kernel's own read-ahead case; full random has
+// nothing to read ahead of). The planner thread calls it; advice never blocks and never throws.
 //
 // Decode ahead: with a reader that can (decode_ahead_reader: hdf5_source), every batch planned in
 // window k also yields its share of window k + 1 (or of the next epoch's first window): the
@@ -72,10 +78,13 @@ class window_read_ahead {
   };
 
   // What planning() says of one batch: its share of the next window to decode ahead (none when
-  // there is nothing to decode ahead), and the mark its workers pass to reading() before they
-  // read its records (0: nothing to mark).
+  // there is nothing to decode ahead), its share of the next window to advise (advise() it
+  // before the batch is queued when advise_first, else after), and the mark its workers pass to
+  // reading() before they read its records (0: nothing to mark).
   struct batch_plan {
     std::optional<ahead_share> ahead;
+    std::optional<ahead_share> advice;
+    bool advise_first = false;
     std::uint64_t reads_mark = 0;
   };
 
@@ -86,12 +95,23 @@ class window_read_ahead {
     batch_plan b;
     if ((!advise_ && !decode_) || at.position >= order_.records()) return b;
     try {
-      b.ahead = share(at, b.reads_mark);
+      b.ahead = share(at, b);
     } catch (...) {
       advise_ = decode_ = false;  // advice only: an order that cannot say its windows gets none
       b = batch_plan{};
     }
     return b;
+  }
+
+  // Advises the units in slots [first, end) of a share planning() gave. Never throws.
+  void advise(const std::optional<ahead_share>& a) const noexcept {
+    if (!a) return;
+    try {
+      const record_units& u = order_.units();
+      for (const std::uint64_t unit : units_of(a->epoch, a->window, a->first, a->end))
+        will_need(source_, u.begin(unit), u.end(unit) - u.begin(unit));
+    } catch (...) {
+    }
   }
 
   // A worker is about to read records of a batch whose planning() gave `mark`: decoding ahead
@@ -162,39 +182,41 @@ class window_read_ahead {
   }
 
   // planning()'s body: may throw (the order's tables).
-  std::optional<ahead_share> share(const sampler_state& at, std::uint64_t& reads_mark) {
+  std::optional<ahead_share> share(const sampler_state& at, batch_plan& b) {
     const std::uint64_t w = order_.window_of(at.epoch, at.position);
     const bool last = w + 1 >= order_.windows_per_epoch();
     if (at.epoch != epoch_ || w != window_) {
-      const bool jumped = at.epoch != epoch_ || w != window_ + 1;
+      // Entered from the window before it (in the epoch, or the last of the epoch before): the
+      // shares of the batches before advised it whole.
+      const bool follows = (at.epoch == epoch_ && w == window_ + 1) ||
+                           (at.epoch == epoch_ + 1 && w == 0 &&
+                            window_ + 1 == order_.windows_per_epoch() && advised_next_epoch_);
       epoch_ = at.epoch;
       window_ = w;
-      if (decode_) bounds_ = order_.window_bounds(at.epoch, w);
-      if (advise_) {
-        if (jumped) advise(at.epoch, w);
-        if (!last) advise(at.epoch, w + 1);
-      }
+      bounds_ = order_.window_bounds(at.epoch, w);
+      if (advise_ && !follows) advise_whole(at.epoch, w);
     }
-    if (!decode_) return std::nullopt;
     const std::uint64_t round = std::uint64_t{order_.part().world} * order_.batch_size();
     const std::uint64_t end = std::min(order_.records(), at.position + round);
-    reads_mark = 1 + number_of(at.epoch, end <= bounds_.second ? w
-                                                               : order_.window_of(at.epoch, end - 1));
+    const auto [lo, hi] = bounds_;
     ahead_share a;
     if (!last) {
       a.epoch = at.epoch;
       a.window = w + 1;
     } else {
-      if (epochs_ && at.epoch + 1 >= epochs_) return std::nullopt;
+      if (epochs_ && at.epoch + 1 >= epochs_) {
+        if (decode_) reads_mark_of(at, w, end, b.reads_mark);
+        return std::nullopt;
+      }
       a.epoch = at.epoch + 1;
       a.window = 0;
     }
-    // The batch after this one reaches fraction f of window w; decode ahead the slots of the
-    // next window up to f of its units, from where the previous batch's share ended (a window
-    // entered by a jump, e.g. a resume, starts from its first slot). One batch early: the last
-    // share then goes with a batch that reads only window w, not with one that reaches into
-    // the next window (windows need not be aligned to batches), whose reads would stop it.
-    const auto [lo, hi] = bounds_;
+    // The batch after this one reaches fraction f of window w; decode ahead (and advise) the
+    // slots of the next window up to f of its units, from where the previous batch's share
+    // ended (a window entered by a jump, e.g. a resume, starts from its first slot). One batch
+    // early: the last share then goes with a batch that reads only window w, not with one that
+    // reaches into the next window (windows need not be aligned to batches), whose reads would
+    // stop it.
     const std::uint64_t reach = std::min(hi, at.position + 2 * round) - lo;
     const std::uint64_t units = window_units(a.window);
     const std::uint64_t upto =
@@ -202,6 +224,19 @@ class window_read_ahead {
                          : static_cast<std::uint64_t>(static_cast<long double>(units) *
                                                       static_cast<long double>(reach) /
                                                       static_cast<long double>(hi - lo));
+    if (advise_) {
+      if (a.epoch != advise_epoch_ || a.window != advise_window_) advised_ = 0;
+      advise_epoch_ = a.epoch;
+      advise_window_ = a.window;
+      advised_next_epoch_ = a.epoch != at.epoch && upto >= units;
+      if (upto > advised_) {
+        b.advice = ahead_share{a.epoch, a.window, advised_, upto};
+        b.advise_first = end > hi;  // this batch reads into the next window
+        advised_ = upto;
+      }
+    }
+    if (!decode_) return std::nullopt;
+    reads_mark_of(at, w, end, b.reads_mark);
     if (a.epoch != ahead_epoch_ || a.window != ahead_window_) ahead_done_ = 0;
     ahead_epoch_ = a.epoch;
     ahead_window_ = a.window;
@@ -209,6 +244,12 @@ class window_read_ahead {
     a.first = ahead_done_;
     a.end = ahead_done_ = upto;
     return a;
+  }
+
+  // The mark of the last window the batch at `at` (in window w, ending at position `end`) reads.
+  void reads_mark_of(const sampler_state& at, std::uint64_t w, std::uint64_t end,
+                     std::uint64_t& mark) const {
+    mark = 1 + number_of(at.epoch, end <= bounds_.second ? w : order_.window_of(at.epoch, end - 1));
   }
 
   // Window w of `epoch` numbered over epochs.
@@ -222,7 +263,7 @@ class window_read_ahead {
     return std::min(all, (w + 1) * per) - std::min(all, w * per);
   }
 
-  void advise(std::uint64_t epoch, std::uint64_t w) const {
+  void advise_whole(std::uint64_t epoch, std::uint64_t w) const {
     const record_units& u = order_.units();
     order_.for_each_window_unit(epoch, w, [&](std::uint64_t unit) {
       will_need(source_, u.begin(unit), u.end(unit) - u.begin(unit));
@@ -235,9 +276,12 @@ class window_read_ahead {
   std::uint64_t epochs_;  // loader_config::epochs (0: unbounded)
   bool advise_, decode_;
   std::uint64_t epoch_ = none, window_ = none;                // the window being planned
-  std::pair<std::uint64_t, std::uint64_t> bounds_;            // its positions (decode ahead)
+  std::pair<std::uint64_t, std::uint64_t> bounds_;            // its positions
   std::uint64_t ahead_epoch_ = none, ahead_window_ = none;    // the window decoded ahead
   std::uint64_t ahead_done_ = 0;                              // its slots handed out so far
+  std::uint64_t advise_epoch_ = none, advise_window_ = none;  // the window advised ahead
+  std::uint64_t advised_ = 0;                                 // its slots advised so far
+  bool advised_next_epoch_ = false;  // the next epoch's first window is advised whole
   // 1 + the largest number_of() of a window whose reads have begun (0: none yet); raised by the
   // workers (reading()), read by their decode-ahead tasks.
   std::atomic<std::uint64_t> reads_begun_{0};

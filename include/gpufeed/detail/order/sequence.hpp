@@ -21,6 +21,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -96,46 +97,18 @@ class epoch_sequence {
     for (std::uint64_t slot = w * window_; slot < end; ++slot) f(c.unit[slot]);
   }
 
-  // out[k] = the record at position (first + k) mod N of `epoch`. Thread-safe.
+  // out[k] = the record at position (first + k) mod N of `epoch`. Thread-safe. The positions
+  // are cut into runs that neither wrap past the epoch's end nor (block_shuffled) leave a
+  // window; each run's keyed permutation is computed for the whole run at once
+  // (feistel_permutation::fill), and block_shuffled's units then looked up for the run.
   void fill(std::uint64_t epoch, std::uint64_t first, std::span<std::uint64_t> out) const {
-    const auto pos = [&](std::size_t k) { return (first + k) % n_; };
-    if (order_ == sample_order::sequential) {
-      for (std::size_t k = 0; k < out.size(); ++k) out[k] = pos(k);
-    } else if (order_ == sample_order::shuffled) {
-      const feistel_permutation perm(n_, key(epoch, 0));
-      for (std::size_t k = 0; k < out.size(); ++k) out[k] = perm(pos(k));
-    } else if (unit_per_record()) {  // slot s holds unit (= record) units(s); windows are fixed
-      const feistel_permutation units(n_, unit_key(epoch));
-      std::uint64_t win = std::numeric_limits<std::uint64_t>::max(), lo = 0;
-      feistel_permutation perm(1, 0);
-      for (std::size_t k = 0; k < out.size(); ++k) {
-        const std::uint64_t p = pos(k);
-        if (p / window_ != win) {
-          win = p / window_;
-          lo = win * window_;
-          perm = feistel_permutation(std::min(n_, lo + window_) - lo, key(epoch, win + 1));
-        }
-        out[k] = units(lo + perm(p - lo));
-      }
-    } else {
-      const auto t = table_of(epoch);
-      const epoch_table& c = *t;
-      std::uint64_t win = std::numeric_limits<std::uint64_t>::max(), lo = 0, hi = 0;
-      feistel_permutation perm(1, 0);
-      for (std::size_t k = 0; k < out.size(); ++k) {
-        const std::uint64_t p = pos(k);
-        if (win == std::numeric_limits<std::uint64_t>::max() || p < lo || p >= hi) {
-          const std::uint64_t slot = slot_of(c, p, 0, c.before.size() - 1);
-          win = slot / window_;
-          lo = c.before[win * window_];
-          hi = c.before[std::min<std::uint64_t>(c.before.size() - 1, (win + 1) * window_)];
-          perm = feistel_permutation(hi - lo, key(epoch, win + 1));
-        }
-        const std::uint64_t q = lo + perm(p - lo);
-        const std::uint64_t last = std::min<std::uint64_t>(c.before.size() - 1, (win + 1) * window_);
-        const std::uint64_t slot = slot_of(c, q, win * window_, last);
-        out[k] = units_.begin(c.unit[slot]) + (q - c.before[slot]);
-      }
+    std::uint64_t p = first % n_;
+    for (std::size_t done = 0; done < out.size();) {
+      const auto part =
+          static_cast<std::size_t>(std::min<std::uint64_t>(out.size() - done, n_ - p));
+      fill_run(epoch, p, out.subspan(done, part));
+      done += part;
+      p = 0;
     }
   }
 
@@ -219,6 +192,80 @@ class epoch_sequence {
     const auto last = c.before.begin() + static_cast<std::ptrdiff_t>(hi) + 1;
     return static_cast<std::uint64_t>(std::upper_bound(first, last, p) - c.before.begin()) - 1;
   }
+
+  // fill() for positions [p, p + out.size()) of `epoch`, all below N.
+  void fill_run(std::uint64_t epoch, std::uint64_t p, std::span<std::uint64_t> out) const {
+    if (order_ == sample_order::sequential) {
+      for (std::size_t k = 0; k < out.size(); ++k) out[k] = p + k;
+      return;
+    }
+    if (order_ == sample_order::shuffled) {
+      feistel_permutation(n_, key(epoch, 0)).fill(p, out);
+      return;
+    }
+    if (unit_per_record()) {  // slot s holds unit (= record) units(s); windows are fixed
+      const feistel_permutation units(n_, unit_key(epoch));
+      for (std::size_t done = 0; done < out.size();) {
+        const std::uint64_t at = p + done, win = at / window_, lo = win * window_;
+        const std::uint64_t hi = std::min(n_, lo + window_);
+        const auto run = out.subspan(
+            done, static_cast<std::size_t>(std::min<std::uint64_t>(out.size() - done, hi - at)));
+        feistel_permutation(hi - lo, key(epoch, win + 1)).fill(at - lo, run);
+        for (auto& v : run) v += lo;
+        units.map(run);
+        done += run.size();
+      }
+      return;
+    }
+    const auto t = table_of(epoch);
+    const epoch_table& c = *t;
+    const std::uint64_t slots = c.before.size() - 1;
+    for (std::size_t done = 0; done < out.size();) {
+      const std::uint64_t at = p + done;
+      const std::uint64_t win = slot_of(c, at, 0, slots) / window_;
+      const std::uint64_t first_slot = win * window_;
+      const std::uint64_t last = std::min(slots, (win + 1) * window_);
+      const std::uint64_t lo = c.before[first_slot], hi = c.before[last];
+      const auto run = out.subspan(
+          done, static_cast<std::size_t>(std::min<std::uint64_t>(out.size() - done, hi - at)));
+      feistel_permutation(hi - lo, key(epoch, win + 1)).fill(at - lo, run);  // offsets in window
+      // Units of `stride` records throughout the window (the short unit elsewhere, or full):
+      // the slot and the offset in it are a quotient and a remainder.
+      const bool even = c.stride && (c.short_slot < first_slot || c.short_slot >= last ||
+                                     c.short_len == c.stride);
+      if (even && hi - lo <= divider::max_dividend && c.stride <= divider::max_dividend) {
+        const divider by(c.stride);
+        for (auto& v : run) {
+          const std::uint64_t s = by.quotient(v);
+          v = units_.begin(c.unit[first_slot + s]) + (v - s * c.stride);
+        }
+      } else {
+        for (auto& v : run) {
+          const std::uint64_t q = lo + v;
+          const std::uint64_t slot = slot_of(c, q, first_slot, last);
+          v = units_.begin(c.unit[slot]) + (q - c.before[slot]);
+        }
+      }
+      done += run.size();
+    }
+  }
+
+  // x / d by a multiply (Lemire, Kaser and Kurz, "Faster remainder by direct computation",
+  // 2019: exact for dividends and divisors below 2^32), or a shift when d is a power of two.
+  struct divider {
+    static constexpr std::uint64_t max_dividend = 0xffffffffull;
+    explicit divider(std::uint64_t d) noexcept
+        : shift(std::has_single_bit(d) ? std::countr_zero(d) : -1),
+          magic(shift < 0 ? ~std::uint64_t{0} / d + 1 : 0) {}
+    // The high 64 bits of magic x x in two 32 x 32-bit halves (x < 2^32: neither product nor
+    // their sum overflows), without a 128-bit type.
+    [[nodiscard]] std::uint64_t quotient(std::uint64_t x) const noexcept {
+      if (shift >= 0) return x >> shift;
+      return ((magic >> 32) * x + (((magic & 0xffffffffull) * x) >> 32)) >> 32;
+    }
+    int shift;
+    std::uint64_t magic;
+  };
 
   sample_order order_ = sample_order::shuffled;
   std::uint64_t n_ = 0;

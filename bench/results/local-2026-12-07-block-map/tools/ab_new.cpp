@@ -1,0 +1,3 @@
+#define gpufeed gpufeed_new
+#define AB_NS ab_new
+#include "ab_impl.inc"
