@@ -5,7 +5,8 @@ The blocks tell one story (the telemetry block reads the `feed` the loader block
 become one function body, with their #include lines hoisted to the top. The names the README leaves
 to the reader (my_stream, step, grid, block) come from readme_prelude.hpp. For the C++ compiler
 (--host) a kernel launch `f<<<...>>>(args)` is compiled as the call f(args) of a host function of
-the same signature; for nvcc (a .cu output) the text is left exactly as written.
+the same signature; for nvcc (a .cu output) the text is left exactly as written. Blocks fenced
+```cpp cuda use CUDA-only headers: they are compiled by nvcc only.
 
 usage: extract_readme.py README.md OUT [--host]
 """
@@ -17,7 +18,8 @@ def main() -> int:
     readme, out = sys.argv[1], sys.argv[2]
     host = "--host" in sys.argv[3:]
     text = open(readme, encoding="utf-8").read()
-    blocks = re.findall(r"^```cpp\n(.*?)^```", text, flags=re.S | re.M)
+    fenced = re.findall(r"^```cpp( cuda)?\n(.*?)^```", text, flags=re.S | re.M)
+    blocks = [b for cuda, b in fenced if not (host and cuda)]
     if not blocks:
         print(f"{readme}: no ```cpp block", file=sys.stderr)
         return 1

@@ -21,6 +21,7 @@ inline gpufeed::stream_handle my_stream = nullptr;
 #if defined(__CUDACC__)
 inline dim3 grid, block;
 __global__ inline void step(std::byte*, const std::uint64_t*, const std::int64_t*, std::size_t) {}
+__global__ inline void train_step(void*, std::size_t) {}  // the image loader block's step
 #else
 inline int grid = 1, block = 1;  // unused by the host version of the launch
 inline void step(std::byte*, const std::uint64_t*, const std::int64_t*, std::size_t) {}
