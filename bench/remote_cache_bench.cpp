@@ -4,10 +4,15 @@
 // reads the cache. bench/remote_cache.sh serves the shards with nginx on the loopback interface.
 //
 //   remote_cache_bench --local DIR --url BASE --cache DIR [--shards N] [--records N]
-//                      [--workers N] [--order block_shuffled|sequential|shuffled]
+//                      [--workers N] [--order block_shuffled|sequential|shuffled] [--repeat N]
+//
+// --repeat N then runs N more pairs of epochs, one from local files and one from the cache,
+// alternately, and prints each pair's rates and the median of their ratios: on a machine whose
+// load moves, epochs run next to each other compare better than epochs seconds apart.
 //
 // The shards DIR/shard-K.h5 (contiguous, 16 KiB records) are made unless there; BASE + "shard-K.h5"
 // is each one's URL. One line per epoch: what, records/s, MB/s, seconds; then the cache's counters.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -55,7 +60,7 @@ void print(const char* what, const epoch_rate& r) {
 int main(int argc, char** argv) {
   std::filesystem::path local, cache;
   std::string base;
-  std::size_t shards = 4, records = 4096, workers = 4;
+  std::size_t shards = 4, records = 4096, workers = 4, repeat = 0;
   gpufeed::sample_order order = gpufeed::sample_order::block_shuffled;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
@@ -65,6 +70,7 @@ int main(int argc, char** argv) {
     else if (a == "--shards") shards = std::stoul(v);
     else if (a == "--records") records = std::stoul(v);
     else if (a == "--workers") workers = std::stoul(v);
+    else if (a == "--repeat") repeat = std::stoul(v);
     else if (a == "--order")
       order = v == "sequential" ? gpufeed::sample_order::sequential
               : v == "shuffled" ? gpufeed::sample_order::shuffled
@@ -104,6 +110,23 @@ int main(int argc, char** argv) {
     const gpufeed::hdf5_source cached(urls, o);
     print("http + cache, epoch 1", run_epoch(cached, workers, order));
     print("http + cache, epoch 2", run_epoch(cached, workers, order));
+    std::vector<double> ratios;
+    for (std::size_t r = 0; r < repeat; ++r) {
+      const epoch_rate l = run_epoch(from_files, workers, order);
+      const epoch_rate c = run_epoch(cached, workers, order);
+      const double lr = static_cast<double>(l.records) / l.seconds;
+      const double cr = static_cast<double>(c.records) / c.seconds;
+      ratios.push_back(cr / lr);
+      std::printf("pair %-3zu local %10.0f records/s, cache %10.0f records/s: %.2fx\n", r + 1, lr,
+                  cr, cr / lr);
+    }
+    if (!ratios.empty()) {
+      std::sort(ratios.begin(), ratios.end());
+      const std::size_t m = ratios.size();
+      std::printf("cache epoch / local epoch, median of %zu pairs: %.2fx (min %.2fx, max %.2fx)\n", m,
+                  m % 2 ? ratios[m / 2] : (ratios[m / 2 - 1] + ratios[m / 2]) / 2, ratios.front(),
+                  ratios.back());
+    }
     const auto& rc = o.remote_cache;
     const auto st = gpufeed::detail::remote::shared_local_cache(
                         *gpufeed::detail::remote::resolve_cache_config(rc.directory, rc.max_bytes,

@@ -52,8 +52,17 @@ namespace gpufeed::detail::hdf5 {
   io::owned_source inner = cache ? io::owned_source(remote::through_local_cache(std::move(f), url,
                                                                                 *cache))
                                  : io::owned_source(std::move(f));
+  // Cached bytes are read straight into the reader's buffer, not through a fetched unit.
+  remote::local_copy local;
+  if (const auto* c = inner.as<remote::local_cache_source>()) {
+    local.holds = [c](std::uint64_t at, std::uint64_t n) { return c->holds(at, n); };
+    local.read = [c](void* dst, std::size_t n, std::uint64_t at) {
+      return c->read_held(dst, n, at);
+    };
+  }
   return io::owned_source(std::make_unique<remote::unit_reads>(
-      std::move(inner), [object] { return object->stats(); }));
+      std::move(inner), [object] { return object->stats(); }, remote::unit_hold_bytes,
+      std::move(local)));
 #else
   throw config_error("the shard is a URL: reading shards over HTTP(S) or S3 needs gpufeed's remote "
                      "component (link gpufeed::remote; it needs libcurl, OpenSSL and zlib)",

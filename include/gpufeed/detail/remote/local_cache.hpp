@@ -10,19 +10,23 @@
 // Safety with several processes: a block is written to a temporary file and renamed into place
 // (a reader finds a complete file or none; a writer that crashes leaves only a temporary file,
 // removed later); the budget's count, renames, drops and evictions happen under one flock.
-// Integrity: every read checks the CRCs of the block's header and of the pages it reads
-// (local_cache_block.hpp); a block that fails is dropped and fetched again, its bytes never
-// delivered. Files are not fsync'ed: after a power loss a torn block fails its checksum.
+// Integrity: the CRCs of a block's header are checked when a process opens its file, those of
+// the pages a read touches on every read (local_cache_block.hpp); a block that fails is dropped
+// and fetched again, its bytes never delivered. Files are not fsync'ed: after a power loss a
+// torn block fails its checksum.
 // Failures of the cache itself (a full disk, a file removed by hand) never fail a read: the
 // bytes come from the remote object instead and store_failures counts the writes lost.
 #pragma once
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
+#include <charconv>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -65,47 +69,93 @@ class local_cache {
     index_.drop_other_versions(h, index_.root() / "objects" / key.url, key.version);
   }
 
-  // The file of block `block`, named by its size of block too: processes that share the
-  // directory with other block sizes keep apart blocks whose index and length coincide.
+  // The file of block `block`, named by its size of block too (processes that share the
+  // directory with other block sizes keep apart blocks whose index and length coincide) and by
+  // its format ("c2": local_cache_block.hpp's format 2; format 1's files, "<k>k.blk", are never
+  // opened by this one and age out by LRU).
   [[nodiscard]] std::filesystem::path block_path(const cache_key& key, std::uint64_t block) const {
-    return index_.root() / "objects" / key.url / key.version /
-           (std::to_string(block) + "-" + std::to_string(config_.block_bytes >> 10) + "k.blk");
+    std::string s;
+    name_block(key, block, s);
+    return s;
   }
 
   // Reads n bytes from byte `at` of block `block` (`length` bytes, of an object of
   // `object_size`) into dst when the cache holds it intact: hit; absent; corrupt (the block was
-  // dropped: fetch it again). Only hit has written dst.
+  // dropped: fetch it again). Only hit delivers dst; corrupt may have written bytes there that
+  // failed their check (the reader's fetch overwrites them).
+  //
+  // The pages are read with one preadv: those whole within [at, at + n) straight into dst,
+  // the first and last when they are not into a buffer on the stack (their part in range then
+  // copied to dst), and checked where they landed: at most two pages copied besides the
+  // kernel's copy.
   found read(const cache_key& key, std::uint64_t block, std::uint64_t object_size,
              std::uint32_t length, std::size_t at, void* dst, std::size_t n) const noexcept {
     try {
-      const std::filesystem::path path = block_path(key, block);
-      std::shared_ptr<open_block> b = handles_.find(path.native());
+      thread_local std::string path;  // no allocation a read once this thread's has room
+      name_block(key, block, path);
+      std::shared_ptr<open_block> b = handles_.find(path);
       if (!b) {
         const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
         if (fd < 0) return found::absent;
         b = std::make_shared<open_block>();
         b->fd = fd;
-        std::byte* head = scratch(cache_header_bytes);
-        if (!full_pread(fd, head, cache_header_bytes, 0) ||
+        alignas(64) std::byte head[cache_header_bytes];
+        if (!full_preadv(fd, {iovec{head, cache_header_bytes}, iovec{}, iovec{}}, 0) ||
             !b->header.parse(std::span(head, cache_header_bytes), object_size, block, length))
           return damaged(path, *b);
-        handles_.keep(path.native(), b);
+        handles_.keep(path, b);
       }
-      const std::size_t first = at / cache_page_bytes;
-      const std::size_t from = first * cache_page_bytes;
-      const std::size_t to = std::min<std::size_t>(
-          length, (at + n + cache_page_bytes - 1) / cache_page_bytes * cache_page_bytes);
-      std::byte* pages = scratch(to - from);
-      if (!full_pread(b->fd, pages, to - from, cache_header_bytes + from) ||
-          !b->header.pages_intact(std::span(pages, to - from), first))
+      if (at > length || n > length - at) return damaged(path, *b);
+      if (n == 0) return found::hit;
+      constexpr std::size_t p = cache_page_bytes;
+      auto* out = static_cast<std::byte*>(dst);
+      const std::size_t end = at + n, first = at / p, last = (end - 1) / p;
+      const auto page_end = [&](std::size_t j) { return std::min<std::size_t>(length, j * p + p); };
+      const bool head_apart = at != first * p || page_end(first) > end;
+      const bool tail_apart = last != first && page_end(last) > end;
+      alignas(64) std::byte edges[2 * p];
+      const std::span<std::byte> head(edges, head_apart ? page_end(first) - first * p : 0);
+      const std::span<std::byte> tail(edges + p, tail_apart ? page_end(last) - last * p : 0);
+      const std::size_t body_from = head_apart ? page_end(first) : at;
+      const std::size_t body_to = tail_apart ? last * p : end;
+      const std::span<std::byte> body(out + (body_from - at),
+                                      body_to > body_from ? body_to - body_from : 0);
+      if (!full_preadv(b->fd,
+                       {iovec{head.data(), head.size()}, iovec{body.data(), body.size()},
+                        iovec{tail.data(), tail.size()}},
+                       cache_header_bytes + first * p) ||
+          !b->header.pages_intact(first, head, body, tail))
         return damaged(path, *b);
-      std::memcpy(dst, pages + (at - from), n);
+      if (head_apart)
+        std::memcpy(out, head.data() + (at - first * p), std::min(end, page_end(first)) - at);
+      if (tail_apart) std::memcpy(out + (last * p - at), tail.data(), end - last * p);
       mark_used(*b);
       counters_.add(cache_counters::hits);
       counters_.add(cache_counters::bytes_local, n);
       return found::hit;
-    } catch (...) {  // no memory for a path or the buffer: read it remotely
+    } catch (...) {  // no memory for a path: read it remotely
       return found::absent;
+    }
+  }
+
+  // True when the cache has a file for every block that bytes [offset, offset + n) of the
+  // object (of `object_size` bytes) lie in: advice (a block may be evicted or fail its check
+  // before it is read), for readers that fetch ahead what the cache lacks.
+  [[nodiscard]] bool holds(const cache_key& key, std::uint64_t object_size, std::uint64_t offset,
+                           std::uint64_t n) const noexcept {
+    if (n == 0 || offset >= object_size) return false;
+    try {
+      const std::uint64_t last = (std::min(object_size, offset + n) - 1) / config_.block_bytes;
+      for (std::uint64_t k = offset / config_.block_bytes; k <= last; ++k) {
+        thread_local std::string path;
+        name_block(key, k, path);
+        if (handles_.find(path)) continue;
+        struct stat st {};
+        if (::stat(path.c_str(), &st) != 0) return false;
+      }
+      return true;
+    } catch (...) {
+      return false;
     }
   }
 
@@ -157,10 +207,14 @@ class local_cache {
     counters_.add(cache_counters::store_failures);
   }
   // A block that failed a check: closed, dropped (when its name is still this file), counted.
-  found damaged(const std::filesystem::path& path, const open_block& b) const noexcept {
-    handles_.forget(path.native());
-    const cache_index::held h(index_);
-    index_.drop(h, path, b.fd);
+  found damaged(const std::string& path, const open_block& b) const noexcept {
+    handles_.forget(path);
+    try {
+      const std::filesystem::path named(path);
+      const cache_index::held h(index_);
+      index_.drop(h, named, b.fd);
+    } catch (...) {  // no memory for the path: left in place, found damaged again next time
+    }
     counters_.add(cache_counters::corrupt);
     return found::corrupt;
   }
@@ -175,26 +229,40 @@ class local_cache {
       return;
     (void)::futimens(b.fd, nullptr);
   }
-  // This thread's buffer of at least n bytes (reused: a read's pages are read into it).
-  static std::byte* scratch(std::size_t n) {
-    thread_local std::unique_ptr<std::byte[]> buf;
-    thread_local std::size_t size = 0;
-    if (size < n) {
-      buf.reset(new std::byte[n]);
-      size = n;
-    }
-    return buf.get();
+  // The path of block `block`'s file into `out` (block_path's text, built in place: a cached
+  // read names its block without allocating).
+  void name_block(const cache_key& key, std::uint64_t block, std::string& out) const {
+    out.assign(objects_);
+    out += '/';
+    out += key.url;
+    out += '/';
+    out += key.version;
+    out += '/';
+    char digits[48];
+    const auto r = std::to_chars(digits, digits + sizeof digits, block);
+    out.append(digits, r.ptr);
+    out += '-';
+    out += kib_suffix_;
   }
-  static bool full_pread(int fd, std::byte* p, std::size_t n, std::uint64_t at) noexcept {
-    while (n > 0) {
-      const ssize_t r = ::pread(fd, p, n, static_cast<off_t>(at));
+  // Reads the three parts' bytes (empty ones skipped) from byte `at` on, whole.
+  static bool full_preadv(int fd, std::array<iovec, 3> parts, std::uint64_t at) noexcept {
+    std::size_t k = 0;
+    for (;;) {
+      while (k < parts.size() && parts[k].iov_len == 0) ++k;
+      if (k == parts.size()) return true;
+      const ssize_t r = ::preadv(fd, parts.data() + k, static_cast<int>(parts.size() - k),
+                                 static_cast<off_t>(at));
       if (r < 0 && errno == EINTR) continue;
       if (r <= 0) return false;
-      p += r;
-      n -= static_cast<std::size_t>(r);
       at += static_cast<std::uint64_t>(r);
+      for (auto left = static_cast<std::size_t>(r); left > 0;) {
+        const std::size_t step = std::min(left, parts[k].iov_len);
+        parts[k].iov_base = static_cast<std::byte*>(parts[k].iov_base) + step;
+        parts[k].iov_len -= step;
+        left -= step;
+        if (parts[k].iov_len == 0) ++k;
+      }
     }
-    return true;
   }
   static bool full_write(int fd, const std::byte* p, std::size_t n) noexcept {
     while (n > 0) {
@@ -210,6 +278,8 @@ class local_cache {
   cache_config config_;
   mutable cache_counters counters_;
   cache_index index_;
+  std::string objects_ = (index_.root() / "objects").string();
+  std::string kib_suffix_ = std::to_string(config_.block_bytes >> 10) + "k.c2.blk";
   mutable open_blocks handles_{64};
   std::atomic<std::uint64_t> next_tmp_{0};
 };

@@ -2,15 +2,17 @@
 // (local_cache.hpp): a file of a fixed-size header, then the block's bytes.
 //
 // The header names what the block is (the object's size, the block's index and length, its
-// size of page) and holds a CRC-32 (zlib's) of every page of the block's bytes and one of the
-// header itself. A read checks the header and then only the pages it touches, so a small record
-// read from a large block costs one page's checksum, not the block's; every byte handed to a
-// reader was checked against its page's CRC on that read. A file that fails a check (a torn
-// write the rename could not hide after a power loss, a disk error, a file overwritten by
+// size of page) and holds a CRC-32C (crc32c.hpp) of every page of the block's bytes and one of
+// the header itself. A read checks the header and then only the pages it touches, so a small
+// record read from a large block costs one page's checksum, not the block's; every byte handed
+// to a reader was checked against its page's CRC on that read. A file that fails a check (a
+// torn write the rename could not hide after a power loss, a disk error, a file overwritten by
 // hand) is reported as bad, never delivered.
+//
+// Format 2 (magic gfcblk2, CRC-32C). Files of format 1 (zlib's CRC-32) have other names
+// (local_cache.hpp's block_path), so this format never reads them: they age out of the cache
+// by LRU like any block no one reads.
 #pragma once
-
-#include <zlib.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -20,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "gpufeed/detail/remote/crc32c.hpp"
+
 namespace gpufeed::detail::remote {
 
 inline constexpr std::size_t cache_header_bytes = 8192;  // the data starts at this offset
@@ -27,13 +31,7 @@ inline constexpr std::size_t cache_header_bytes = 8192;  // the data starts at t
 inline constexpr std::size_t cache_page_bytes = 8192;
 // Pages a block may have (an 8 MiB block): the fixed fields and a CRC a page fit the header.
 inline constexpr std::size_t cache_max_pages = 1024;
-inline constexpr char cache_block_magic[8] = {'g', 'f', 'c', 'b', 'l', 'k', '1', '\0'};
-
-// zlib's CRC-32 of n bytes (crc32_z: any length).
-[[nodiscard]] inline std::uint32_t crc32_of(const void* p, std::size_t n) noexcept {
-  return static_cast<std::uint32_t>(
-      crc32_z(crc32_z(0L, Z_NULL, 0), static_cast<const Bytef*>(p), n));
-}
+inline constexpr char cache_block_magic[8] = {'g', 'f', 'c', 'b', 'l', 'k', '2', '\0'};
 
 // The fixed fields at the start of a block file (native byte order: a cache belongs to a node).
 struct cache_block_fields {
@@ -60,14 +58,15 @@ static_assert(sizeof(cache_block_fields) + 4 * cache_max_pages <= cache_header_b
   f.page_bytes = static_cast<std::uint32_t>(cache_page_bytes);
   f.pages = static_cast<std::uint32_t>((data.size() + cache_page_bytes - 1) / cache_page_bytes);
   std::vector<std::byte> out(cache_header_bytes + data.size());
-  auto* crcs = reinterpret_cast<std::uint32_t*>(out.data() + sizeof f);
-  for (std::uint32_t k = 0; k < f.pages; ++k) {
-    const std::size_t from = std::size_t{k} * cache_page_bytes;
-    const std::size_t n = std::min(cache_page_bytes, data.size() - from);
-    crcs[k] = crc32_of(data.data() + from, n);
-  }
+  const std::size_t whole = data.size() / cache_page_bytes;
+  std::vector<std::uint32_t> page_crcs(f.pages);
+  crc32c_pages(data.data(), cache_page_bytes, whole, page_crcs.data());
+  if (whole < f.pages)
+    page_crcs[whole] = crc32c(0, data.data() + whole * cache_page_bytes,
+                              data.size() - whole * cache_page_bytes);
+  if (f.pages) std::memcpy(out.data() + sizeof f, page_crcs.data(), 4 * std::size_t{f.pages});
   std::memcpy(out.data(), &f, sizeof f);
-  f.header_crc = crc32_of(out.data(), sizeof f + 4 * std::size_t{f.pages});
+  f.header_crc = crc32c(0, out.data(), sizeof f + 4 * std::size_t{f.pages});
   std::memcpy(out.data(), &f, sizeof f);
   if (!data.empty()) std::memcpy(out.data() + cache_header_bytes, data.data(), data.size());
   return out;
@@ -89,24 +88,46 @@ class cache_block_header {
       return false;
     cache_block_fields zeroed = f_;
     zeroed.header_crc = 0;
-    std::uint32_t c = static_cast<std::uint32_t>(crc32_z(0L, Z_NULL, 0));
-    c = static_cast<std::uint32_t>(crc32_z(c, reinterpret_cast<const Bytef*>(&zeroed), sizeof zeroed));
-    c = static_cast<std::uint32_t>(
-        crc32_z(c, reinterpret_cast<const Bytef*>(h.data() + sizeof f_), 4 * std::size_t{f_.pages}));
+    std::uint32_t c = crc32c(0, &zeroed, sizeof zeroed);
+    c = crc32c(c, h.data() + sizeof f_, 4 * std::size_t{f_.pages});
     if (c != f_.header_crc) return false;
     crcs_.resize(f_.pages);
     if (f_.pages) std::memcpy(crcs_.data(), h.data() + sizeof f_, 4 * std::size_t{f_.pages});
     return true;
   }
 
-  // True when `pages` (the block's bytes from page `first` on, whole pages but for the block's
-  // last) match their CRCs.
-  [[nodiscard]] bool pages_intact(std::span<const std::byte> pages, std::size_t first) const noexcept {
-    std::size_t k = first;
-    for (std::size_t at = 0; at < pages.size(); at += cache_page_bytes, ++k) {
-      if (k >= crcs_.size()) return false;
-      const std::size_t n = std::min(cache_page_bytes, pages.size() - at);
-      if (crc32_of(pages.data() + at, n) != crcs_[k]) return false;
+  // True when the block's pages from page `first` on match their CRCs, the pages being
+  // `head` (the first page whole, or empty), `body` (whole pages end to end; the block's last
+  // may be short) and `tail` (the last page whole, or empty), in that order: a read lands the
+  // pages that lie whole in its reader's range in the reader's buffer, the edges elsewhere.
+  [[nodiscard]] bool pages_intact(std::size_t first, std::span<const std::byte> head,
+                                  std::span<const std::byte> body,
+                                  std::span<const std::byte> tail) const noexcept {
+    constexpr std::size_t p = cache_page_bytes, batch = 48;
+    const std::size_t middle = (body.size() + p - 1) / p;
+    const std::size_t pages = (head.empty() ? 0 : 1) + middle + (tail.empty() ? 0 : 1);
+    if (first > crcs_.size() || pages > crcs_.size() - first) return false;
+    const auto page_of = [&](std::size_t j) -> std::span<const std::byte> {
+      if (!head.empty()) {
+        if (j == 0) return head;
+        --j;
+      }
+      if (j < middle) return body.subspan(j * p, std::min(p, body.size() - j * p));
+      return tail;
+    };
+    const std::byte* page[batch];
+    std::size_t bytes[batch];
+    std::uint32_t got[batch];
+    for (std::size_t k = 0; k < pages; k += batch) {
+      const std::size_t n = std::min(batch, pages - k);
+      for (std::size_t j = 0; j < n; ++j) {
+        const std::span<const std::byte> s = page_of(k + j);
+        page[j] = s.data();
+        bytes[j] = s.size();
+      }
+      crc32c_each(page, bytes, n, got);
+      for (std::size_t j = 0; j < n; ++j)
+        if (got[j] != crcs_[first + k + j]) return false;
     }
     return true;
   }

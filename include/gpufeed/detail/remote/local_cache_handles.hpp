@@ -1,5 +1,5 @@
 // gpufeed — the block files of the node-local cache a process keeps open (local_cache.hpp), so a
-// read of a cached block is one pread of the pages it needs and their checksums, not an open, a
+// read of a cached block is one preadv of the pages it needs and their checksums, not an open, a
 // header read and a close each time.
 //
 // At most `max` files open per process (local_cache keeps 64: a block_shuffled window's blocks;

@@ -4,7 +4,7 @@
 //
 // Layout of a cache directory (version 1):
 //   v1/index                      the lock file; its first 16 bytes: a magic and the bytes held
-//   v1/objects/<url>/<version>/<block>-<KiB>k.blk   one block a file (local_cache_block.hpp)
+//   v1/objects/<url>/<version>/<block>-<KiB>k.c2.blk   one block a file (local_cache_block.hpp)
 //   v1/tmp/                       blocks being written (renamed into objects/ when complete)
 // <url> is a hash of the object's URL as errors show it (no user, password or query: never a
 // credential), <version> a hash of its size and validator (ETag, else Last-Modified).

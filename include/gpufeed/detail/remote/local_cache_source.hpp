@@ -63,6 +63,37 @@ class local_cache_source final : public io::byte_source {
   [[nodiscard]] const local_cache& cache() const noexcept { return *cache_; }
   [[nodiscard]] const cache_key& key() const noexcept { return key_; }
 
+  // Reads up to n bytes from `offset` on that the cache holds intact, never fetching: the bytes
+  // read (0 when the block `offset` lies in is not held or fails its check, which drops it), up
+  // to the first block not held. For readers that fetch what the cache lacks in units of their
+  // own (unit_reads), and would otherwise copy held bytes through those units.
+  [[nodiscard]] std::size_t read_held(void* dst, std::size_t n,
+                                      std::uint64_t offset) const noexcept {
+    const std::uint64_t total = object_->size();
+    std::size_t done = 0;
+    while (done < n && offset < total) {
+      const std::uint64_t block = offset / block_;
+      const std::uint64_t start = block * block_;
+      const auto length =
+          static_cast<std::uint32_t>(std::min<std::uint64_t>(block_, total - start));
+      const auto at = static_cast<std::size_t>(offset - start);
+      const std::size_t k = std::min<std::size_t>(n - done, length - at);
+      const local_cache::found f =
+          cache_->read(key_, block, total, length, at, static_cast<std::byte*>(dst) + done, k);
+      if (f == local_cache::found::corrupt) counters_.add(cache_counters::corrupt);
+      if (f != local_cache::found::hit) break;
+      counters_.add(cache_counters::hits);
+      counters_.add(cache_counters::bytes_local, k);
+      done += k;
+      offset += k;
+    }
+    return done;
+  }
+  // Whether the cache has every block of bytes [offset, offset + n) (advice: local_cache::holds).
+  [[nodiscard]] bool holds(std::uint64_t offset, std::uint64_t n) const noexcept {
+    return cache_->holds(key_, object_->size(), offset, n);
+  }
+
  protected:
   io::read_attempt read_some(void* dst, std::size_t n, std::uint64_t offset) const noexcept override {
     const std::uint64_t total = object_->size();

@@ -22,6 +22,10 @@
 //    by its readers, never fetched twice at once.
 //  - A unit fetch that fails is not kept: the read that needed it reads its own bytes from the
 //    inner source, whose error (naming the URL and the request) the seam reports.
+//  - A local copy (local_copy: the node-local cache under the inner source) serves a read of a
+//    unit no thread has fetched straight into the reader's buffer when it holds the bytes, and
+//    read-ahead skips the units it holds: held bytes are not copied through a unit. What it
+//    does not hold (or holds damaged) is fetched in units as above.
 //  - close() waits for read-ahead fetches in flight, then closes the inner source; reopen()
 //    reopens it. Units held stay (the version opened: http_file pins it).
 #pragma once
@@ -52,12 +56,24 @@
 
 namespace gpufeed::detail::remote {
 
+// Bytes of the object held locally besides the remote copy: holds(offset, n) whether all of
+// [offset, offset + n) are (advice), read(dst, n, offset) reads what is held from offset on
+// (bytes read, 0 when none). Both empty: nothing is.
+struct local_copy {
+  std::function<bool(std::uint64_t, std::uint64_t)> holds;
+  std::function<std::size_t(void*, std::size_t, std::uint64_t)> read;
+};
+
 class unit_reads final : public io::byte_source {
  public:
-  // Over `inner`; `transfers` says what its requests came to (empty: nothing to say).
+  // Over `inner`; `transfers` says what its requests came to (empty: nothing to say); `local`
+  // what of it is held locally.
   explicit unit_reads(io::owned_source inner, std::function<transfer_stats()> transfers = {},
-                      std::size_t hold_bytes = unit_hold_bytes)
-      : inner_(std::move(inner)), transfers_(std::move(transfers)), hold_(hold_bytes) {}
+                      std::size_t hold_bytes = unit_hold_bytes, local_copy local = {})
+      : inner_(std::move(inner)),
+        transfers_(std::move(transfers)),
+        hold_(hold_bytes),
+        local_(std::move(local)) {}
 
   unit_reads(const unit_reads&) = delete;
   unit_reads& operator=(const unit_reads&) = delete;
@@ -76,20 +92,8 @@ class unit_reads final : public io::byte_source {
   [[nodiscard]] std::uint64_t size() const noexcept override { return inner_.size(); }
   [[nodiscard]] const std::string& name() const noexcept override { return inner_.name(); }
 
-  void will_need(std::uint64_t offset, std::uint64_t bytes) const noexcept override {
-    if (units_.empty() || mode_.load(std::memory_order_relaxed) == unit_mode::each_read ||
-        bytes == 0)
-      return;
-    try {
-      std::lock_guard<std::mutex> g(mu_);
-      if (stop_) return;
-      for (std::size_t k = first_after(offset);
-           k < units_.size() && extents_[k].begin < offset + bytes; ++k)
-        if (units_[k].state == unit::absent) queue_.push_back({k, units_[k].fetched});
-      start_read_ahead();
-    } catch (...) {  // advice only: no thread, no memory
-    }
-  }
+  // Queues the units of [offset, offset + bytes) for read-ahead (unit_read_ahead.hpp).
+  void will_need(std::uint64_t offset, std::uint64_t bytes) const noexcept override;
 
   void close() noexcept override {
     std::unique_lock<std::mutex> g(mu_);
@@ -168,6 +172,10 @@ class unit_reads final : public io::byte_source {
   [[nodiscard]] std::uint64_t length(std::size_t k) const noexcept {
     return extents_[k].end - extents_[k].begin;
   }
+  // Whether the local copy holds unit k (no lock needed: extents_ are fixed once reads begin).
+  [[nodiscard]] bool held_locally(std::size_t k) const noexcept {
+    return local_.holds && local_.holds(extents_[k].begin, length(k));
+  }
 
   // A read the inner source serves as it is: one attempt's worth, its failure's api kept for the
   // seam's error (a thread's own).
@@ -201,6 +209,16 @@ class unit_reads final : public io::byte_source {
     if (k != entered_ && mode_.load(std::memory_order_relaxed) == unit_mode::sequential) {
       if (k == entered_ + 1) queue_after(k);
       entered_ = k;
+    }
+    if (u.state == unit::absent && local_.read) {
+      g.unlock();
+      const auto want = static_cast<std::size_t>(
+          std::min<std::uint64_t>(n, extents_[k].end - offset));
+      if (const std::size_t got = local_.read(dst, want, offset); got > 0) {
+        delivered_.fetch_add(got, std::memory_order_relaxed);
+        return {got, 0};
+      }
+      g.lock();  // not held: fetched in its unit (unless a thread did meanwhile)
     }
     if (u.state != unit::ready) {
       const auto t0 = std::chrono::steady_clock::now();
@@ -293,44 +311,19 @@ class unit_reads final : public io::byte_source {
     held_ -= length(k);
   }
 
-  // Starts read-ahead threads (lock held), up to ahead_requests and the units queued; each
-  // fetches queued units still absent, not fetched since queued and that fit, and ends when the
-  // queue is empty (no idle threads per object).
-  void start_read_ahead() const noexcept {
-    while (!stop_ && !closed_ && ahead_threads_ < std::min(ahead_requests, queue_.size())) {
-      try {
-        std::thread([this] { read_ahead(); }).detach();
-        ++ahead_threads_;
-      } catch (...) {  // no thread: the reads fetch what the read-ahead does not
-        return;
-      }
-    }
-  }
+  // Read-ahead (unit_read_ahead.hpp). Starts read-ahead threads (lock held), up to
+  // ahead_requests and the units queued; each fetches queued units still absent, not fetched
+  // since queued, not held locally and that fit, and ends when the queue is empty (no idle
+  // threads per object).
+  void start_read_ahead() const noexcept;
   // Queues the ahead_requests units after k (lock held) and starts read-ahead for them.
-  void queue_after(std::size_t k) const noexcept {
-    try {
-      for (std::size_t j = k + 1; j < units_.size() && j <= k + ahead_requests; ++j)
-        if (units_[j].state == unit::absent) queue_.push_back({j, units_[j].fetched});
-    } catch (...) {  // no memory: no read-ahead
-    }
-    start_read_ahead();
-  }
-  void read_ahead() const noexcept {
-    std::unique_lock<std::mutex> g(mu_);
-    while (!stop_ && !closed_ && !queue_.empty()) {
-      const held_unit h = queue_.front();
-      queue_.pop_front();
-      const unit& u = units_[h.k];
-      if (u.state == unit::absent && u.fetched == h.fetched && held_ + length(h.k) <= hold_)
-        (void)fetch(h.k, g, true);
-    }
-    --ahead_threads_;
-    cv_.notify_all();  // under the lock: the destructor and close() wait for none running
-  }
+  void queue_after(std::size_t k) const noexcept;
+  void read_ahead() const noexcept;
 
   io::owned_source inner_;
   std::function<transfer_stats()> transfers_;
   std::size_t hold_;
+  local_copy local_;
   std::vector<unit_extent> extents_;
   mutable std::atomic<unit_mode> mode_{unit_mode::windows};
   mutable std::mutex mu_;
@@ -348,3 +341,5 @@ class unit_reads final : public io::byte_source {
 };
 
 }  // namespace gpufeed::detail::remote
+
+#include "gpufeed/detail/remote/unit_read_ahead.hpp"  // unit_reads' read-ahead members
