@@ -184,6 +184,14 @@ json gpu_rate(const gpufeed::hdf5_source& src, const options& o, std::size_t wor
             {"decoded_gpu", s1.decoded_gpu - s0.decoded_gpu},
             {"decoded_cpu", s1.decoded_cpu - s0.decoded_cpu},
             {"moved_to_cpu", s1.moved_to_cpu - s0.moved_to_cpu}, {"failed", s1.failed - s0.failed}};
+  // The consuming thread's time per batch, by part (cuda::image_loader_stats).
+  const double n = static_cast<double>(std::max<std::size_t>(waits.size(), 1));
+  j["ms_per_batch"] = {{"wait", (s1.wait_seconds - s0.wait_seconds) * 1e3 / n},
+                       {"copy", (s1.copy_seconds - s0.copy_seconds) * 1e3 / n},
+                       {"decode", (s1.decode_seconds - s0.decode_seconds) * 1e3 / n},
+                       {"plan", (s1.plan_seconds - s0.plan_seconds) * 1e3 / n},
+                       {"submit", (s1.submit_seconds - s0.submit_seconds) * 1e3 / n},
+                       {"host", (s1.host_seconds - s0.host_seconds) * 1e3 / n}};
   latency(j, std::move(waits));
   return j;
 }
@@ -301,6 +309,12 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%-28s %9.0f images/s  batch p50 %6.2f ms  p99 %6.2f ms", x["case"].get<std::string>().c_str(),
                    x["images_per_s"].get<double>(), x.value("batch_ms_p50", 0.0), x.value("batch_ms_p99", 0.0));
       if (x.contains("step_ratio")) std::fprintf(stderr, "  step ratio %.3f", x["step_ratio"].get<double>());
+      if (x.contains("ms_per_batch")) {
+        const json& m = x["ms_per_batch"];
+        std::fprintf(stderr, "  ms/batch: wait %.1f copy %.1f decode %.1f (plan %.1f submit %.1f host %.1f)",
+                     m["wait"].get<double>(), m["copy"].get<double>(), m["decode"].get<double>(),
+                     m["plan"].get<double>(), m["submit"].get<double>(), m["host"].get<double>());
+      }
       if (x.contains("moved_to_cpu")) std::fprintf(stderr, "  host took %llu of the GPU's", static_cast<unsigned long long>(x["moved_to_cpu"].get<std::uint64_t>()));
       std::fprintf(stderr, "\n");
       results.push_back(std::move(x));

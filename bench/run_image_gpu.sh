@@ -6,7 +6,8 @@
 #                                           # bundle)
 # Made there: scripts/gpu-bundle.sh build/bench/make_photo_set build/bench/image_gpu_bench \
 #   build/tests/image/test_crop_kernel build/tests/image/test_jpeg_decode_gpu \
-#   build/tests/image/test_nvjpeg_abi   (the last where the build machine has nvjpeg.h)
+#   build/tests/image/test_image_loader_gpu build/tests/image/test_nvjpeg_abi   (the last where
+#   the build machine has nvjpeg.h)
 # Steps, each bounded (bench/run_steps.sh): the photo set (make_photo_set from $PHOTOS_SRC,
 # default .photos/ from bench/photos/get_skimage_photos.sh: 3000 JPEGs in /tmp/gpufeed-photos,
 # one in ten progressive), the GPU tests (their output in the log: the nvJPEG-vs-TurboJPEG
@@ -36,7 +37,7 @@ if [ ! -f "$photos.done" ]; then
   step photos 60 - "${cxx[@]}" "$bin/make_photo_set" "${PHOTOS_SRC:-$root/.photos}" "$photos" 3000 1 &&
     [ -d "$photos" ] && touch "$photos.done"
 fi
-for t in test_nvjpeg_abi test_crop_kernel test_jpeg_decode_gpu; do
+for t in test_nvjpeg_abi test_crop_kernel test_jpeg_decode_gpu test_image_loader_gpu; do
   [ -x "$bin/$t" ] && step "$t" 60 - "${cxx[@]}" "$bin/$t"
 done
 step image_gpu_bench 240 "$out/image_gpu_bench.json" "${cxx[@]}" "$bin/image_gpu_bench" \
@@ -65,5 +66,9 @@ for r in rows:
         extra += f"  batch p50 {r['batch_ms_p50']:.2f} ms, p99 {r['batch_ms_p99']:.2f} ms"
     if "step_ratio" in r:
         extra += f"  step ratio {r['step_ratio']:.3f}"
+    if "ms_per_batch" in r:
+        m = r["ms_per_batch"]
+        extra += (f"  ms/batch: wait {m['wait']:.1f} copy {m['copy']:.1f} decode {m['decode']:.1f}"
+                  f" (plan {m['plan']:.1f} submit {m['submit']:.1f} host {m['host']:.1f})")
     print(f"{r['case']:<40} {r['images_per_s']:9.0f} images/s{extra}")
 PY

@@ -21,6 +21,7 @@
 #include "gpufeed/image/record_transforms.hpp"
 #include "gpufeed/pack/pack.hpp"
 #include "image_test_util.hpp"
+#include "tj_encode.hpp"
 #include "test_skip.hpp"
 #include "test_util.hpp"
 
@@ -41,7 +42,7 @@ struct shards {
     for (int i = 0; i < 23; ++i) {
       const auto pic = test::synthetic_picture(60 + 7 * i, 50 + 5 * (i % 6), 3, static_cast<unsigned>(i + 1));
       const std::string name = "p" + std::to_string(i);
-      auto jpeg = test::cjpeg(dir.path(), pic, i % 5 == 0 ? "-quality 85 -progressive" : "-quality 90", name);
+      auto jpeg = test::tj_encode(pic, TJSAMP_420, i % 5 == 0 ? TJFLAG_PROGRESSIVE : 0, i % 5 == 0 ? 85 : 90);
       if (corrupt && i == 11) jpeg.resize(jpeg.size() / 3);
       test::write_bytes(in / (i % 2 ? "a" : "b") / (name + ".jpg"), jpeg);
     }

@@ -29,6 +29,7 @@
 #include "gpufeed/cuda/stream.hpp"
 #include "gpufeed/image/record_transforms.hpp"
 #include "image_test_util.hpp"
+#include "tj_encode.hpp"
 #include "test_skip.hpp"
 
 using namespace gpufeed;
@@ -36,17 +37,7 @@ using namespace gpufeed;
 namespace {
 
 std::vector<std::byte> encode(const test::pixels& p, int sampling, int flags = 0) {
-  tjhandle h = tjInitCompress();
-  unsigned char* buf = nullptr;
-  unsigned long size = 0;
-  const int rc = tjCompress2(h, p.data.data(), p.width, 0, p.height,
-                             p.channels == 1 ? TJPF_GRAY : TJPF_RGB, &buf, &size, sampling, 90, flags);
-  std::vector<std::byte> out(rc == 0 ? size : 0);
-  if (rc == 0) std::memcpy(out.data(), buf, size);
-  tjFree(buf);
-  tjDestroy(h);
-  if (rc != 0) throw std::runtime_error("tjCompress2 failed");
-  return out;
+  return test::tj_encode(p, sampling, flags);
 }
 
 struct batch {

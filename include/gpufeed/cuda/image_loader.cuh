@@ -33,6 +33,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -60,6 +61,11 @@ struct image_loader_config {
 // What the decoders did since the loader started.
 struct image_loader_stats {
   std::uint64_t images = 0, decoded_gpu = 0, decoded_cpu = 0, moved_to_cpu = 0, failed = 0;
+  // The consuming thread's seconds in next(): waiting for the loader's batch and for a free
+  // slot; copying the JPEG bytes to pinned memory; in the decoder (of which reading headers,
+  // inside nvjpegDecodeBatched, and the host route: jpeg_batch_result).
+  double wait_seconds = 0, copy_seconds = 0, decode_seconds = 0;
+  double plan_seconds = 0, submit_seconds = 0, host_seconds = 0;
 };
 
 // One batch of images in device memory; move-only; releases itself when destroyed.
@@ -126,10 +132,12 @@ class image_loader {
   std::optional<image_batch> next(cudaStream_t consumer = nullptr) {
     for (;;) {
       // The slot first: a config_error for holding too many batches must not lose a batch.
+      const auto t0 = std::chrono::steady_clock::now();
       const std::size_t k = slots_->acquire();  // waits for the consumer to pass its release
       std::optional<batch> b;
       try {
         b = loader_.next();
+        stats_.wait_seconds += seconds_since(t0);
       } catch (...) {
         slots_->release(k, stream_);
         throw;
@@ -142,12 +150,16 @@ class image_loader {
       std::vector<jpeg_item> items;
       std::vector<record_rng> rngs;
       try {
+        const auto t1 = std::chrono::steady_clock::now();
         s.fill(*b);
         items = s.stage(*b, [this](std::uint64_t i) { return where(i); });
         b.reset();  // the loader's slot goes back to its workers
+        stats_.copy_seconds += seconds_since(t1);
         rngs.reserve(items.size());
         for (std::size_t i = 0; i < items.size(); ++i) rngs.emplace_back(seed_, s.epoch, s.indices[i]);
+        const auto t2 = std::chrono::steady_clock::now();
         const jpeg_batch_result r = decoder_.decode(items, rngs, s.device, stream_);
+        stats_.decode_seconds += seconds_since(t2);
         count(r, items.size());
         if (r.failed > 0) {
           if (c_.loader.on_error == error_policy::throw_error)
@@ -204,12 +216,19 @@ class image_loader {
     return c;
   }
 
+  static double seconds_since(std::chrono::steady_clock::time_point t) noexcept {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  }
+
   void count(const jpeg_batch_result& r, std::size_t n) noexcept {
     stats_.images += n - r.failed;
     stats_.decoded_gpu += r.gpu;
     stats_.decoded_cpu += r.cpu;
     stats_.moved_to_cpu += r.moved;
     stats_.failed += r.failed;
+    stats_.plan_seconds += r.plan_seconds;
+    stats_.submit_seconds += r.submit_seconds;
+    stats_.host_seconds += r.host_seconds;
   }
 
   image_loader_config c_;

@@ -88,6 +88,9 @@ struct jpeg_batch_result {
   std::vector<std::exception_ptr> errors;  // per item: null when its record was written
   std::size_t gpu = 0, cpu = 0, failed = 0;  // how the items were decoded
   std::size_t moved = 0;  // of cpu: images the GPU could take, decoded on the host to share work
+  // Where this thread's time went: reading and routing the headers; inside nvjpegDecodeBatched;
+  // the host route (its decodes, with the GPU submission running on this thread meanwhile).
+  double plan_seconds = 0, submit_seconds = 0, host_seconds = 0;
 };
 
 class jpeg_batch_decoder {
@@ -96,7 +99,7 @@ class jpeg_batch_decoder {
 
  public:
   explicit jpeg_batch_decoder(jpeg_decode_options o = {})
-      : o_(o), cpu_(image::decoder_options{o.max_pixels}),
+      : o_(o),
         host_(o.host_threads, o.host_share, image::decoder_options{o.max_pixels}),
         pixels_(o.device_budget, "jpeg_batch_decoder device pixels"),
         staging_(o.device_budget, "jpeg_batch_decoder CPU-fallback staging") {
@@ -131,7 +134,11 @@ class jpeg_batch_decoder {
     if (items.size() > 65535) throw config_error("jpeg_batch_decoder: more than 65535 items");
     jpeg_batch_result r;
     r.errors.resize(items.size());
-    std::vector<planned> plan = make_plan(items);
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<planned> plan =
+        gpu_ready() ? host_.plan(lib_, h_.get(), items, {o_.max_pixels, cap_.hardware()})
+                    : host_.plan_on_cpu(items);
+    r.plan_seconds = seconds_since(t0);
     std::vector<std::size_t> chunk;
     std::size_t bytes = 0;
     for (std::size_t i = 0; i <= items.size(); ++i) {
@@ -157,28 +164,11 @@ class jpeg_batch_decoder {
   static constexpr std::size_t align = 256;
   static std::size_t aligned(std::size_t n) noexcept { return (n + align - 1) / align * align; }
   [[nodiscard]] bool gpu_ready() const noexcept { return state_.get() != nullptr; }
+  static double seconds_since(std::chrono::steady_clock::time_point t) noexcept {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  }
   static std::size_t decoded_bytes(const planned& p) noexcept {
     return gpufeed::detail::image::nvjpeg::decoded_bytes(p);
-  }
-
-  std::vector<planned> make_plan(std::span<const jpeg_item> items) {
-    namespace nv = gpufeed::detail::image::nvjpeg;
-    std::vector<planned> plan(items.size());
-    if (gpu_ready()) plan = nv::plan_batch(lib_, h_.get(), items, {o_.max_pixels, cap_.hardware()});
-    for (std::size_t i = 0; i < items.size(); ++i) {
-      if (gpu_ready() && (plan[i].to != route::cpu || plan[i].width > 0)) continue;
-      try {  // the CPU decoder reads the header (every item without nvJPEG, and PNGs)
-        const image::image_header hd = cpu_.header(items[i].bytes, items[i].where);
-        plan[i].to = route::cpu;
-        plan[i].width = hd.width;
-        plan[i].height = hd.height;
-        plan[i].components = hd.components;
-      } catch (const error&) {
-        plan[i].to = route::failed;
-        plan[i].error = std::current_exception();
-      }
-    }
-    return plan;
   }
 
   // The box and flip of item i on its w x h decode, as train_crop / eval_crop draw them.
@@ -262,11 +252,14 @@ class jpeg_batch_decoder {
     std::byte* host = cpu.empty() ? nullptr : staging_.reserve(bytes);
     std::vector<std::array<int, 2>> size(items.size());
     bool accepted = true;
+    const auto t0 = std::chrono::steady_clock::now();
     host_.decode(items, plan, cpu, forced, at, align, host, size, r.errors, [&] {
-      const auto t0 = std::chrono::steady_clock::now();
+      const auto t1 = std::chrono::steady_clock::now();
       accepted = decode_gpu(items, gpu, plan, at, base, stream);
-      last_submit_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      last_submit_ = seconds_since(t1);
     });
+    r.submit_seconds += last_submit_;
+    r.host_seconds += seconds_since(t0);
     last_gpu_ = accepted ? gpu.size() : 0;
     if (!accepted) {  // nvJPEG rejected a JPEG of the chunk: its GPU images go to the CPU too
       for (const std::size_t i : gpu) plan[i].why = "nvjpegDecodeBatched rejected its chunk";
@@ -332,7 +325,6 @@ class jpeg_batch_decoder {
   gpufeed::detail::image::nvjpeg::handle h_;  // before the state: destroyed after it
   gpufeed::detail::image::nvjpeg::jpeg_state state_;
   int initialized_ = 0;  // the batch size nvjpegDecodeBatchedInitialize was last called with
-  image::image_decoder cpu_;  // header reads
   gpufeed::detail::image::host_route host_;
   detail::growing_buffer<device_buffer> pixels_;
   detail::growing_buffer<pinned_buffer> staging_;

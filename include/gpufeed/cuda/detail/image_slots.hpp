@@ -22,6 +22,7 @@
 #include "gpufeed/cuda/event.hpp"
 #include "gpufeed/cuda/pinned.hpp"
 #include "gpufeed/detail/image/nvjpeg_batch_plan.hpp"
+#include "gpufeed/detail/loader/error_policy.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::cuda::detail {
@@ -90,8 +91,8 @@ struct image_slot {
         r.index = indices[i];
         r.epoch = epoch;
         r.batch = number;
-        r.what = message_of(errors[i]);
-        r.input = input_of(errors[i]);
+        r.what = gpufeed::detail::loading::describe(errors[i]);
+        r.input = gpufeed::detail::loading::input_of(errors[i]);
         r.substituted = substitute && good < errors.size();
         r.substitute_index = r.substituted ? indices[good] : 0;
         skipped.push_back(std::move(r));
@@ -113,25 +114,6 @@ struct image_slot {
     if (has_labels) labels.resize(kept);
   }
 
- private:
-  static std::string message_of(const std::exception_ptr& e) {
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& x) {
-      return x.what();
-    } catch (...) {
-      return "unknown error";
-    }
-  }
-  static std::string input_of(const std::exception_ptr& e) {
-    try {
-      std::rethrow_exception(e);
-    } catch (const error& x) {
-      return x.context().input;
-    } catch (...) {
-      return {};
-    }
-  }
 };
 
 class image_slots {

@@ -56,12 +56,20 @@ class host_decode_pool {
   // once every started call has returned, before any from the calls.
   template <class F, class L>
   void run(std::size_t n, F&& f, L&& lead) {
+    run_indexed(
+        n, [this, &f](std::size_t k, std::size_t t) { f(k, *slots_[t].decoder, slots_[t].image); },
+        std::forward<L>(lead));
+  }
+
+  // The same with f(k, t): t < threads() names the thread running the call (the caller is 0),
+  // for work that keeps per-thread state of its own.
+  template <class F, class L>
+  void run_indexed(std::size_t n, F&& f, L&& lead) {
     if (n == 0) {
       lead();
       return;
     }
-    std::function<void(std::size_t, gpufeed::image::image_decoder&, gpufeed::image::rgb_image&)>
-        job = std::forward<F>(f);
+    std::function<void(std::size_t, std::size_t)> job = std::forward<F>(f);
     {
       std::lock_guard lock(mutex_);
       job_ = &job;
@@ -97,12 +105,11 @@ class host_decode_pool {
 
   // Claims indices until none is left (or a call failed).
   void work(std::size_t t) {
-    slot& s = slots_[t];
     for (;;) {
       const std::size_t k = next_.fetch_add(1, std::memory_order_relaxed);
       if (k >= n_) return;
       try {
-        (*job_)(k, *s.decoder, s.image);
+        (*job_)(k, t);
       } catch (...) {
         std::lock_guard lock(mutex_);
         if (!failed_) failed_ = std::current_exception();
@@ -131,8 +138,7 @@ class host_decode_pool {
   std::vector<slot> slots_;
   std::mutex mutex_;
   std::condition_variable wake_, done_;
-  const std::function<void(std::size_t, gpufeed::image::image_decoder&,
-                           gpufeed::image::rgb_image&)>* job_ = nullptr;
+  const std::function<void(std::size_t, std::size_t)>* job_ = nullptr;
   std::size_t n_ = 0, pending_ = 0;
   std::atomic<std::size_t> next_{0};
   std::uint64_t generation_ = 0;

@@ -2,8 +2,8 @@
 // images the GPU decoder cannot take, and the share of its images the split gives the host, are
 // decoded by TurboJPEG at full size on a pool of host threads into pinned staging, each at its
 // offset, while the submitting thread runs the GPU decode's submission (`lead`). Each image's
-// decode time feeds the split (decode_split.hpp). Host-only: the upload and the crop are the
-// caller's.
+// decode time feeds the split (decode_split.hpp). The same threads read and route the batch's
+// headers first (plan). Host-only: the upload and the crop are the caller's.
 #pragma once
 
 #include <algorithm>
@@ -28,9 +28,38 @@ class host_route {
   // threads: the host decoders, the caller's among them; share: whether the split may give the
   // host some of the GPU's images.
   host_route(std::size_t threads, bool share, gpufeed::image::decoder_options o)
-      : pool_(threads, o), split_(pool_.threads(), share) {}
+      : pool_(threads, o), split_(pool_.threads(), share), headers_(o) {}
 
   [[nodiscard]] decode_split& split() noexcept { return split_; }
+
+  // Routes of a batch: nvjpeg::plan_one on the pool's threads, each with a parse target of its
+  // own; an image the nvJPEG header read leaves unsized on the CPU route (not a JPEG: a PNG) is
+  // sized by the CPU decoder's header read. Throws library_error when nvJPEG itself fails.
+  std::vector<nvjpeg::planned_image> plan(const nvjpeg::library& lib, nvjpeg::handle_t h,
+                                          std::span<const nvjpeg::batch_item> items,
+                                          const nvjpeg::plan_limits& limits) {
+    while (limits.hardware && streams_.size() < pool_.threads())
+      streams_.push_back(nvjpeg::create_jpeg_stream(lib, h));
+    std::vector<nvjpeg::planned_image> out(items.size());
+    pool_.run_indexed(
+        items.size(),
+        [&](std::size_t k, std::size_t t) {
+          out[k] = nvjpeg::plan_one(lib, h, items[k], limits,
+                                    limits.hardware ? streams_[t].get() : nullptr);
+        },
+        [] {});
+    for (std::size_t i = 0; i < items.size(); ++i)
+      if (out[i].to == nvjpeg::route::cpu && out[i].width == 0) out[i] = cpu_plan(items[i]);
+    return out;
+  }
+
+  // Every image on the CPU route, sized by the CPU decoder's header read (no nvJPEG).
+  std::vector<nvjpeg::planned_image> plan_on_cpu(std::span<const nvjpeg::batch_item> items) {
+    std::vector<nvjpeg::planned_image> out;
+    out.reserve(items.size());
+    for (const auto& it : items) out.push_back(cpu_plan(it));
+    return out;
+  }
   [[nodiscard]] std::size_t threads() const noexcept { return pool_.threads(); }
 
   // Decodes items[list[k]] for every k (the first `forced` of them the images only the CPU
@@ -72,6 +101,21 @@ class host_route {
   }
 
  private:
+  nvjpeg::planned_image cpu_plan(const nvjpeg::batch_item& item) {
+    nvjpeg::planned_image p;
+    try {
+      const gpufeed::image::image_header hd = headers_.header(item.bytes, item.where);
+      p.to = nvjpeg::route::cpu;
+      p.width = hd.width;
+      p.height = hd.height;
+      p.components = hd.components;
+    } catch (const error&) {
+      p.to = nvjpeg::route::failed;
+      p.error = std::current_exception();
+    }
+    return p;
+  }
+
   // The mean of the timed decodes in [from, to); -1 (ignored by the split) when none was timed.
   static double mean(const std::vector<double>& secs, std::size_t from, std::size_t to) {
     double sum = 0;
@@ -83,6 +127,8 @@ class host_route {
 
   host_decode_pool pool_;
   decode_split split_;
+  gpufeed::image::image_decoder headers_;        // header reads on the calling thread
+  std::vector<nvjpeg::jpeg_stream> streams_;     // the pool threads' parse targets
 };
 
 }  // namespace gpufeed::detail::image

@@ -165,7 +165,8 @@ inline planned_image plan_one(const library& lib, handle_t h, const batch_item& 
   return p;
 }
 
-// Routes of a whole batch, in order. Throws library_error when nvJPEG itself fails.
+// Routes of a whole batch, in order, on this thread (jpeg_batch_decoder runs plan_one on its
+// host threads instead). Throws library_error when nvJPEG itself fails.
 inline std::vector<planned_image> plan_batch(const library& lib, handle_t h,
                                              std::span<const batch_item> items,
                                              const plan_limits& limits) {
