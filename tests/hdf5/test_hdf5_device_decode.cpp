@@ -132,6 +132,29 @@ TEST_CASE("every codec fixture, every order: h5py's bytes, each record once, dec
   }
 }
 
+TEST_CASE("decoding on the device deepens an automatic prefetch; a prefetch set stays") {
+  const std::string name = "lz4_rows";
+  hdf5_source src(fixtures() / (name + ".h5"));
+  REQUIRE(src.device_units().place_bytes > 0);
+  const auto want = expected_rows(name);
+  for (const std::size_t set : {std::size_t{0}, std::size_t{3}}) {
+    CAPTURE(set);
+    loader_config c = config(sample_order::block_shuffled, emulated());
+    c.prefetch = set;
+    const epoch_result r = run(src, want, c);
+    CHECK(r.bad == 0);
+    check_exactly_once(r.seen, want.size());
+    CHECK(r.stats.device_decode.on);
+    CHECK(r.stats.prefetch == (set == 0 ? 16u : set));
+  }
+  loader_config host = config(sample_order::block_shuffled, emulated());
+  host.prefetch = 0;
+  host.decode = decode_site::host;  // decoding on the host: the GPU target's automatic depth
+  const epoch_result h = run(src, want, host);
+  CHECK_FALSE(h.stats.device_decode.on);
+  CHECK(h.stats.prefetch <= 8u);
+}
+
 TEST_CASE("sequential order stages each band about once: decoded units are reused by batches") {
   for (const std::string name : {"lz4_rows", "gzip_span", "bitshuffle_lz4_odd"}) {
     CAPTURE(name);

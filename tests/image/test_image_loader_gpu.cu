@@ -1,9 +1,9 @@
 // cuda::image_loader on a GPU, over pack shards of JPEGs (baseline and progressive, several
 // sizes): every record exactly once per epoch; each delivered record is the CPU transform's bytes
-// for that record and epoch (without nvJPEG, exactly; through nvJPEG, within the GPU decode
-// test's bounds); state() resumes exactly; a corrupt JPEG meets each error policy (throw_error
-// names shard and record; skip leaves it out; substitute copies a good record in) while the
-// other records are unchanged; holding every batch is a config_error.
+// for that record and epoch (without nvJPEG, exactly; through nvJPEG, close); state() resumes
+// exactly; a corrupt JPEG meets each error policy (throw_error names shard, record and input;
+// skip leaves it out; substitute copies a good record in) while the other records are
+// unchanged; holding every batch is a config_error.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -31,6 +31,10 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr int size = 48;
+// Through nvJPEG: the mean |difference| from the CPU transform's bytes that still shows the right
+// record, crop and flip. Small crops of small synthetic pictures differ more than the 224 crops
+// of test_jpeg_decode_gpu (measured up to 5.3); a wrong record, box or flip gives tens.
+constexpr double close = 10.0;
 
 struct shards {
   test::temp_dir dir{"imgloader"};
@@ -143,7 +147,7 @@ TEST_CASE("image_loader: every record once per epoch, the CPU transform's bytes"
       if (!l.capability().gpu_decode())
         CHECK(d.bytes == w);
       else
-        CHECK(mean_difference(d.bytes, w) <= 3.0);
+        CHECK(mean_difference(d.bytes, w) <= close);
     }
     REQUIRE(seen.size() == 2);
     for (const auto& [e, ix] : seen) {
@@ -228,7 +232,7 @@ TEST_CASE("image_loader: a corrupt JPEG under each error policy") {
         if (backend == image::nvjpeg_backend::none || !l.capability().gpu_decode())
           CHECK(d.bytes == w);
         else
-          CHECK(mean_difference(d.bytes, w) <= 3.0);
+          CHECK(mean_difference(d.bytes, w) <= close);
       }
       CHECK(ix.size() == src.size() - 1);
     }

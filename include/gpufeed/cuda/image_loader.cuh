@@ -36,6 +36,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -162,10 +163,13 @@ class image_loader {
         stats_.decode_seconds += seconds_since(t2);
         count(r, items.size());
         if (r.failed > 0) {
+          std::vector<std::exception_ptr> errors = r.errors;
+          for (std::size_t i = 0; i < errors.size(); ++i)
+            if (errors[i]) errors[i] = named(errors[i], s.indices[i]);
           if (c_.loader.on_error == error_policy::throw_error)
-            for (const auto& e : r.errors)
+            for (const auto& e : errors)
               if (e) std::rethrow_exception(e);
-          s.settle(r.errors, decoder_.record_bytes(), c_.loader.on_error == error_policy::substitute,
+          s.settle(errors, decoder_.record_bytes(), c_.loader.on_error == error_policy::substitute,
                    stream_);
         }
       } catch (...) {
@@ -202,18 +206,40 @@ class image_loader {
     return c;
   }
 
-  // Names record i as the loader's workers would: its shard and its input name.
+  // Names record i by its shard and index. Its input name costs a read of the shard's names
+  // table, so only a failed record gets one (named).
   error_context where(std::uint64_t i) const {
     error_context c;
     c.record = i;
     if constexpr (file_naming_source<Source>) c.file = std::filesystem::path(src_->file_of(i)).string();
+    return c;
+  }
+
+  // `e` (record i's decode failure) with the record's input name, as the workers name it.
+  std::exception_ptr named(std::exception_ptr e, std::uint64_t i) const {
+    std::string input;
     if constexpr (record_naming_source<Source>) {
       try {
-        if (auto n = src_->name_of(i)) c.input = std::move(*n);
+        if (auto n = src_->name_of(i)) input = std::move(*n);
       } catch (...) {  // a name is a courtesy: the record and shard still identify it
       }
     }
-    return c;
+    if (input.empty()) return e;
+    try {
+      std::rethrow_exception(e);
+    } catch (const error& x) {
+      if (!x.input().empty()) return e;
+      error_context c = x.context();
+      c.input = std::move(input);
+      if (dynamic_cast<const corrupt_error*>(&x)) return std::make_exception_ptr(corrupt_error(x.message(), c));
+      if (dynamic_cast<const format_error*>(&x)) return std::make_exception_ptr(format_error(x.message(), c));
+      if (dynamic_cast<const unsupported_error*>(&x))
+        return std::make_exception_ptr(unsupported_error(x.message(), c));
+      if (dynamic_cast<const io_error*>(&x)) return std::make_exception_ptr(io_error(x.message(), c));
+      return std::make_exception_ptr(error(x.message(), c));
+    } catch (...) {
+      return e;
+    }
   }
 
   static double seconds_since(std::chrono::steady_clock::time_point t) noexcept {

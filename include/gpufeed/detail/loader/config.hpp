@@ -49,6 +49,9 @@ struct pipeline_setup {
   // Fixed-size records without a record transform, whose tasks are cut without looking at the
   // indices (not unit_tasks, not sorted_tasks).
   bool tasks_fill_records = false;
+  // Neither the loader's type nor loader_config set the prefetch depth: the pipeline may deepen
+  // it where decoding on the device (device_decode_prefetch).
+  bool automatic_prefetch = false;
 
   [[nodiscard]] slot_layout layout() const noexcept {
     return slot_layout{config.batch_size, config.slot_data_bytes};
@@ -281,7 +284,7 @@ pipeline_setup resolve_config(const Source& src, loader_config c,
   const bool labels = has_labels(src);
   return pipeline_setup{std::move(c), std::move(order), record_bytes,      labels, unit_tasks,
                         sorted_tasks, start,            per_unit,          std::move(notice),
-                        std::move(size_notice), tasks_fill_records};
+                        std::move(size_notice), tasks_fill_records, automatic_prefetch};
 }
 
 }  // namespace gpufeed::detail::loading

@@ -61,6 +61,11 @@ inline constexpr std::size_t device_work_bytes_limit = std::size_t{256} << 20;
 // or two hold about a hundred.
 inline constexpr std::uint64_t device_stage_ahead_bytes = std::uint64_t{256} << 20;
 
+// The prefetch depth an automatic prefetch deepens to when decoding on the device: staged
+// batches wait for the in-order decode there, and 8 in flight left the workers idle most of the
+// time (docs/measurements.md, "GPU decode: prefetch").
+inline constexpr std::size_t device_decode_prefetch = 16;
+
 // The plan, or nullopt when the loader decodes on the host (config_error, saying why, when
 // loader_config::decode asked for the device and it cannot be).
 template <source Source>

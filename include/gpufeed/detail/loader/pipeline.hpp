@@ -43,10 +43,17 @@ class pipeline final : public batch_owner, public std::enable_shared_from_this<p
   // pipeline).
   static std::shared_ptr<pipeline> make(const Source& src, pipeline_setup setup) {
     std::unique_ptr<transfer_engine> engine = setup.config.target.make_engine();
-    const slot_counts n = slot_counts::of(setup.config, *engine);
     // Decoding on the device: the workers decode nothing ahead on the host; block_shuffled's
     // batches stage their share of the next window for the device instead (read_ahead.hpp).
-    const std::optional<device_decode_plan> decode = plan_device_decode(src, setup, *engine);
+    std::optional<device_decode_plan> decode = plan_device_decode(src, setup, *engine);
+    // A batch then waits for the in-order decode on the device between its staging and its
+    // hand-off: an automatic prefetch deepens so the workers stage on meanwhile (the cache is
+    // planned again for the batches in flight).
+    if (decode && setup.automatic_prefetch && setup.config.prefetch < device_decode_prefetch) {
+      setup.config.prefetch = device_decode_prefetch;
+      decode = plan_device_decode(src, setup, *engine);
+    }
+    const slot_counts n = slot_counts::of(setup.config, *engine);
     read_plan plan;  // before any worker reads: the source sizes what it keeps for these reads
     plan.lookahead_records =
         static_cast<std::uint64_t>(setup.config.prefetch) * setup.config.batch_size;
