@@ -34,7 +34,7 @@ constexpr int size = 48;
 // Through nvJPEG: the mean |difference| from the CPU transform's bytes that still shows the right
 // record, crop and flip. Small crops of small synthetic pictures differ more than the 224 crops
 // of test_jpeg_decode_gpu (measured up to 5.3); a wrong record, box or flip gives tens.
-constexpr double close = 10.0;
+constexpr double close_enough = 10.0;
 
 struct shards {
   test::temp_dir dir{"imgloader"};
@@ -147,7 +147,7 @@ TEST_CASE("image_loader: every record once per epoch, the CPU transform's bytes"
       if (!l.capability().gpu_decode())
         CHECK(d.bytes == w);
       else
-        CHECK(mean_difference(d.bytes, w) <= close);
+        CHECK(mean_difference(d.bytes, w) <= close_enough);
     }
     REQUIRE(seen.size() == 2);
     for (const auto& [e, ix] : seen) {
@@ -232,7 +232,7 @@ TEST_CASE("image_loader: a corrupt JPEG under each error policy") {
         if (backend == image::nvjpeg_backend::none || !l.capability().gpu_decode())
           CHECK(d.bytes == w);
         else
-          CHECK(mean_difference(d.bytes, w) <= close);
+          CHECK(mean_difference(d.bytes, w) <= close_enough);
       }
       CHECK(ix.size() == src.size() - 1);
     }
