@@ -15,7 +15,7 @@
 // and gpu-decode-only/batch (the decoder alone on batches already in pinned memory, 4 host
 // threads: the GPU side's ceiling). Every case runs for --seconds after a warm-up, and reports
 // the p50 / p99 of the time the consuming loop waited per batch.
-// With --step-ms S, gpu+step/workers=W and cpu+step/workers=W run again with a simulated
+// With --step-ms S, gpu+step, gpu-only+step and cpu+step run again with a simulated
 // training step: a kernel on its own stream, S ms on every SM (256 threads a block, so the
 // loader's kernels still find room), after each batch is ready and before its buffer is reused;
 // `step_ratio` = time per batch / max(the same case's time per batch without the step, S).
@@ -177,7 +177,7 @@ json gpu_rate(const gpufeed::hdf5_source& src, const options& o, std::size_t wor
   GPUFEED_CUDA_TRY(cudaDeviceSynchronize());
   const double secs = since(t0);
   const auto s1 = l.image_stats();
-  const std::string name = step_ms > 0 ? "gpu+step" : share ? "gpu" : "gpu-only";
+  const std::string name = std::string(share ? "gpu" : "gpu-only") + (step_ms > 0 ? "+step" : "");
   json j = {{"case", name + "/workers=" + std::to_string(workers)}, {"workers", workers},
             {"images_per_s", static_cast<double>(s1.images - s0.images) / secs}, {"seconds", secs},
             {"nvjpeg_backend", gpufeed::image::to_string(l.capability().backend)},
@@ -326,9 +326,12 @@ int main(int argc, char** argv) {
       show(c);
       if (o.step_ms > 0) {
         json gs = gpu_rate(src, o, w, true, o.step_ms), cs = cpu_rate(src, o, w, o.step_ms);
+        json go = gpu_rate(src, o, w, false, o.step_ms);
         step_ratio(gs, g, o);
+        step_ratio(go, g, o);
         step_ratio(cs, c, o);
         show(std::move(gs));
+        show(std::move(go));
         show(std::move(cs));
       }
     }
