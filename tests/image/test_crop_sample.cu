@@ -22,6 +22,7 @@
 #include "gpufeed/detail/image/crop_sample.hpp"
 #include "gpufeed/image/record_transforms.hpp"
 #include "image_test_util.hpp"
+#include "tj_encode.hpp"
 
 using namespace gpufeed;
 namespace di = gpufeed::detail::image;
@@ -29,17 +30,7 @@ namespace di = gpufeed::detail::image;
 namespace {
 
 std::vector<std::byte> encode(const test::pixels& p, int quality) {
-  tjhandle h = tjInitCompress();
-  unsigned char* buf = nullptr;
-  unsigned long size = 0;
-  const int rc = tjCompress2(h, p.data.data(), p.width, 0, p.height, TJPF_RGB, &buf, &size,
-                             TJSAMP_420, quality, 0);
-  std::vector<std::byte> out(rc == 0 ? size : 0);
-  if (rc == 0) std::memcpy(out.data(), buf, size);
-  tjFree(buf);
-  tjDestroy(h);
-  if (rc != 0) throw std::runtime_error("tjCompress2 failed");
-  return out;
+  return test::tj_encode(p, TJSAMP_420, 0, quality);
 }
 
 // A decoded image in both layouts the fused crop reads: interleaved as TurboJPEG wrote it, and

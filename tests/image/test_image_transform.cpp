@@ -17,6 +17,7 @@
 #include "gpufeed/image/record_transforms.hpp"
 #include "gpufeed/loader.hpp"
 #include "image_test_util.hpp"
+#include "tj_encode.hpp"
 #include "watchdog.hpp"
 
 using namespace gpufeed;
@@ -25,17 +26,7 @@ using namespace std::chrono_literals;
 namespace {
 
 std::vector<std::byte> encode(const test::pixels& p, int quality) {
-  tjhandle h = tjInitCompress();
-  unsigned char* buf = nullptr;
-  unsigned long size = 0;
-  const int rc = tjCompress2(h, p.data.data(), p.width, 0, p.height, TJPF_RGB, &buf, &size,
-                             TJSAMP_420, quality, 0);
-  std::vector<std::byte> out(rc == 0 ? size : 0);
-  if (rc == 0) std::memcpy(out.data(), buf, size);
-  tjFree(buf);
-  tjDestroy(h);
-  if (rc != 0) throw std::runtime_error("tjCompress2 failed");
-  return out;
+  return test::tj_encode(p, TJSAMP_420, 0, quality);
 }
 
 struct shard_entry {
