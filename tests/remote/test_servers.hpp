@@ -201,19 +201,13 @@ class nginx_server {
   // The connection numbers of the requests logged so far, one per request.
   [[nodiscard]] std::vector<long> logged_connections() const {
     std::vector<long> out;
-    std::ifstream in(dir_ / "access.log");
-    long c = 0;
-    std::string protocol;
-    while (in >> c >> protocol) out.push_back(c);
+    for (const auto& [connection, protocol] : settled_log()) out.push_back(connection);
     return out;
   }
   // The protocols of the requests logged so far ("HTTP/1.1", "HTTP/2.0"), one per request.
   [[nodiscard]] std::vector<std::string> logged_protocols() const {
     std::vector<std::string> out;
-    std::ifstream in(dir_ / "access.log");
-    long c = 0;
-    std::string protocol;
-    while (in >> c >> protocol) out.push_back(protocol);
+    for (const auto& [connection, protocol] : settled_log()) out.push_back(protocol);
     return out;
   }
   [[nodiscard]] std::string error_log() const {
@@ -222,6 +216,36 @@ class nginx_server {
   }
 
  private:
+  using log_line = std::pair<long, std::string>;  // connection number, protocol
+
+  [[nodiscard]] std::vector<log_line> read_log() const {
+    std::vector<log_line> out;
+    std::ifstream in(dir_ / "access.log");
+    long c = 0;
+    std::string protocol;
+    while (in >> c >> protocol) out.emplace_back(c, protocol);
+    return out;
+  }
+  // The access log once it has stopped growing for 100 ms (at most 5 s). nginx writes a
+  // request's line after sending its last byte, so a client that already has the response can
+  // read the log before the line is there; counting requests right after reading would then
+  // give one of them to the next count.
+  [[nodiscard]] std::vector<log_line> settled_log() const {
+    using clock = std::chrono::steady_clock;
+    const auto give_up = clock::now() + std::chrono::seconds(5);
+    std::vector<log_line> seen = read_log();
+    auto quiet_since = clock::now();
+    while (clock::now() < give_up && clock::now() - quiet_since < std::chrono::milliseconds(100)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::vector<log_line> now = read_log();
+      if (now.size() != seen.size()) {
+        seen = std::move(now);
+        quiet_since = clock::now();
+      }
+    }
+    return seen;
+  }
+
   bool make_certificate() {
     const std::string openssl = find_program("openssl");
     if (openssl.empty()) {
