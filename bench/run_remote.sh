@@ -12,8 +12,9 @@
 #  (a) curl issues the GETs nginx logged for each order again, the same ranges, --parallel-max
 #      WORKERS (as many at once as gpufeed's workers), giving curl's bytes/s for the same work;
 #  (c) tests/remote/fault_server.py serves the shards with no faults, then with FAULT_RATE of
-#      requests reset, then answered 503 SlowDown (block_shuffled): retries and the ratio of
-#      records/s to the fault-free run of the same server;
+#      requests reset, then answered 503 SlowDown (block_shuffled), FAULT_ROUNDS (3) rounds of
+#      the three: retries and the median over rounds of records/s against the same round's
+#      fault-free run;
 #  (d) `gpufeed bench` over the local shards in both orders, for reference.
 # Writes $OUT/remote.log, one JSON per run, the access logs, and prints the table last.
 set -u
@@ -29,11 +30,12 @@ workers=${WORKERS:-4}
 prefetch=${PREFETCH:-4}
 seconds=${SECONDS_PER_RUN:-8}
 fault_rate=${FAULT_RATE:-0.01}
+fault_rounds=${FAULT_ROUNDS:-3}
 helper=("$python" "$root/bench/remote_bench.py")
 mkdir -p "$out" "$data"
 log=$out/remote.log
 : >"$log"
-deadline=$(( $(date +%s) + ${BUDGET_SECONDS:-420} ))
+deadline=$(( $(date +%s) + ${BUDGET_SECONDS:-600} ))
 source "$root/bench/run_steps.sh"  # step NAME LIMIT RESULT COMMAND...
 {
   echo "gpufeed: $gpufeed"
@@ -44,7 +46,7 @@ source "$root/bench/run_steps.sh"  # step NAME LIMIT RESULT COMMAND...
   echo "load before: $(cat /proc/loadavg) (other processes share the cores: figures move with it)"
   echo "files $files x ~$file_kib KiB, shards of $shard_mib MiB (lz4), workers $workers," \
        "prefetch $prefetch, $seconds s per run, cache ${CACHE_MIB:-automatic} (MiB when set)," \
-       "fault rate $fault_rate"
+       "fault rate $fault_rate, $fault_rounds fault rounds"
 } >>"$log"
 
 if [ ! -f "$data/shards/manifest.json" ]; then
@@ -97,18 +99,24 @@ step http_ranged "$limit" "$out/http_ranged.json" "$gpufeed" bench --json --seco
   --order block_shuffled "$base/shards/manifest.json"
 kill "$nginx_pid" 2>/dev/null; wait "$nginx_pid" 2>/dev/null
 
-# --- fault_server.py: no faults, resets, 503 SlowDown ---
-for fault in none reset slowdown; do
-  fifo=$out/fault_port
-  "$python" "$root/tests/remote/fault_server.py" --root "$data" --fault "$fault" \
-    --rate "$fault_rate" --skip 20 --seed 3 >"$fifo" &
-  fault_pid=$!
-  for _ in $(seq 100); do grep -q PORT "$fifo" 2>/dev/null && break; sleep 0.1; done
-  fport=$(awk '/PORT/ {print $2}' "$fifo")
-  step "fault_$fault" "$limit" "$out/fault_$fault.json" "${bench[@]}" --order block_shuffled \
-    "http://127.0.0.1:$fport/shards/manifest.json"
-  kill "$fault_pid" 2>/dev/null; wait "$fault_pid" 2>/dev/null
-  fault_pid=
+# --- fault_server.py: no faults, resets, 503 SlowDown; FAULT_ROUNDS rounds of the three ---
+# Rounds alternate the three runs, so each faulty run has a fault-free run of its own round to
+# compare with (the load of the machine moves between runs seconds apart).
+for round in $(seq "$fault_rounds"); do
+  for fault in none reset slowdown; do
+    fifo=$out/fault_port
+    "$python" "$root/tests/remote/fault_server.py" --root "$data" --fault "$fault" \
+      --rate "$fault_rate" --skip 20 --seed "$round" >"$fifo" &
+    fault_pid=$!
+    for _ in $(seq 100); do grep -q PORT "$fifo" 2>/dev/null && break; sleep 0.1; done
+    fport=$(awk '/PORT/ {print $2}' "$fifo")
+    name=fault_$fault
+    [ "$round" -gt 1 ] && name=${name}_$round
+    step "$name" "$limit" "$out/$name.json" "${bench[@]}" --order block_shuffled \
+      "http://127.0.0.1:$fport/shards/manifest.json"
+    kill "$fault_pid" 2>/dev/null; wait "$fault_pid" 2>/dev/null
+    fault_pid=
+  done
 done
 
 # --- the same shards from local files ---

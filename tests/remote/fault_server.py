@@ -152,15 +152,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         path = os.path.join(args.root, self.path.split("?", 1)[0].lstrip("/"))
         if not os.path.isfile(path):
             return self.send_plain(404, s3_error("NoSuchKey", "no such key"))
-        with open(path, "rb") as f:
-            data = f.read()
         stat = os.stat(path)
-        etag = '"v1-%x"' % len(data)
+        size = stat.st_size
+        etag = '"v1-%x"' % size
         mtime = stat.st_mtime
         if fault == "change":
-            etag = '"v2-%x"' % len(data)
+            etag = '"v2-%x"' % size
             mtime += 86400
-            data = bytes((b ^ 0x5A) for b in data)
         validators = [("Accept-Ranges", "bytes"),
                       ("Last-Modified", email.utils.formatdate(mtime, usegmt=True))]
         if not args.no_etag:
@@ -181,31 +179,63 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.send_plain(412, s3_error("PreconditionFailed", "etag"), validators)
         rng = self.headers.get("Range")
         if rng is None or fault == "no_range":
-            return self.send_plain(200, data, validators)
-        first, last = self.parse_range(rng, len(data))
+            return self.send_file(200, path, 0, size, fault == "change", validators)
+        first, last = self.parse_range(rng, size)
         if first is None:
-            return self.send_plain(416, b"", [("Content-Range", "bytes */%d" % len(data))])
-        if fault == "bad_range" and last + 1 < len(data):
+            return self.send_plain(416, b"", [("Content-Range", "bytes */%d" % size)])
+        if fault == "bad_range" and last + 1 < size:
             first, last = first + 1, last + 1
-        body = data[first:last + 1]
-        length = len(body)
-        if fault == "long_body":
-            body += b"\0"
-            length += 1
-        self.send_response(206)
-        for k, v in validators:
-            self.send_header(k, v)
-        self.send_header("Content-Range", "bytes %d-%d/%d" % (first, last, len(data)))
-        self.send_header("Content-Length", str(length))
-        self.end_headers()
-        if fault == "truncate" or fault == "stall_body":
+        headers = validators + [("Content-Range", "bytes %d-%d/%d" % (first, last, size))]
+        if fault in ("truncate", "stall_body", "long_body"):
+            body = self.file_bytes(path, first, last + 1 - first, False)
+            length = len(body)
+            if fault == "long_body":
+                body += b"\0"
+                length += 1
+            self.send_response(206)
+            for k, v in headers:
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(length))
+            self.end_headers()
+            if fault == "long_body":
+                return self.wfile.write(body)
             self.wfile.write(body[:len(body) // 2])
             self.wfile.flush()
             if fault == "stall_body":
                 time.sleep(args.stall)
             self.close_connection = True
             return
-        self.wfile.write(body)
+        self.send_file(206, path, first, last + 1 - first, fault == "change", headers)
+
+    @staticmethod
+    def file_bytes(path, offset, n, changed):
+        """n bytes of the file at path from offset; every byte XOR 0x5A when changed (the
+        object's other version)."""
+        with open(path, "rb") as f:
+            f.seek(offset)
+            data = f.read(n)
+        return bytes(b ^ 0x5A for b in data) if changed else data
+
+    def send_file(self, status, path, offset, n, changed, headers):
+        """Answers status with n bytes of the file from offset: only those are read (sendfile
+        where the bytes go as they are), so a ranged GET costs its range, not its file."""
+        self.send_response(status)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(n))
+        self.end_headers()
+        if self.command == "HEAD":
+            return
+        if changed:
+            return self.wfile.write(self.file_bytes(path, offset, n, True))
+        self.wfile.flush()
+        with open(path, "rb") as f:
+            while n > 0:
+                sent = os.sendfile(self.connection.fileno(), f.fileno(), offset, n)
+                if sent == 0:
+                    raise ConnectionError("file shrank while it was sent")
+                offset += sent
+                n -= sent
 
     @staticmethod
     def parse_range(value, size):
