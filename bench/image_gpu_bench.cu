@@ -135,21 +135,6 @@ std::vector<fs::path> packed(const options& o) {
   return gpufeed::pack(gpufeed::list_directory(o.photos, true), o.shards, po).shards;
 }
 
-// Copies a host batch of JPEG records into pinned memory and names them (shard-free: the
-// bench's records are known good; errors are counted).
-std::vector<gpufeed::cuda::jpeg_item> stage(const gpufeed::batch& b, gpufeed::cuda::pinned_buffer& pin) {
-  const auto data = b.data();
-  if (pin.size() < data.size()) pin = gpufeed::cuda::pinned_buffer(data.size() * 2);
-  std::memcpy(pin.data(), data.data(), data.size());
-  const auto off = b.offsets();
-  std::vector<gpufeed::cuda::jpeg_item> items(b.size());
-  for (std::size_t k = 0; k < b.size(); ++k) {
-    items[k].bytes = {pin.data() + off[k], static_cast<std::size_t>(off[k + 1] - off[k])};
-    items[k].where.record = b.indices()[k];
-  }
-  return items;
-}
-
 json gpu_rate(const gpufeed::hdf5_source& src, const options& o, std::size_t workers, bool share,
               double step_ms) {
   gpufeed::cuda::image_loader_config c;
@@ -257,7 +242,11 @@ json decode_only(const gpufeed::hdf5_source& src, const options& o) {
   gpufeed::loader<gpufeed::hdf5_source> l(src, c);
   auto b = l.next();
   gpufeed::cuda::pinned_buffer pin;
-  const auto items = stage(*b, pin);
+  const auto items = gpufeed::cuda::detail::stage_jpegs(*b, pin, [&](std::size_t k) {
+    gpufeed::error_context where;
+    where.record = b->indices()[k];
+    return where;
+  });
   gpufeed::cuda::jpeg_batch_decoder dec(decode_options(o, 4));
   gpufeed::cuda::device_buffer out(dec.record_bytes() * items.size());
   gpufeed::cuda::stream s;

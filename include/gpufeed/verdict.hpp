@@ -264,7 +264,7 @@ inline verdict diagnose(const loader_stats& s, unsigned cores = 0) {
     };
     // Reads from the page cache are memcpy: nearly all CPU. Reads that wait on a device are
     // mostly I/O wait. Time spent waiting for a core counts as neither.
-    if (const detail::explanation remote_io = detail::explain_remote(s, workers);
+    if (const detail::explanation remote_io = detail::explain_remote(s, workers, runq);
         !remote_io.sentence.empty()) {
       v.stage = bottleneck::remote;
       v.summary = remote_io.sentence;

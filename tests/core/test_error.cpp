@@ -1,8 +1,11 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <exception>
 #include <string>
+#include <typeinfo>
 
+#include "gpufeed/detail/error_class.hpp"
 #include "gpufeed/error.hpp"
 
 using namespace gpufeed;
@@ -108,4 +111,48 @@ TEST_CASE("the record's input name follows the record in the context, when known
   CHECK(std::string(e.what()).find("record 4123, input 'train/cat/0042.jpg']") !=
         std::string::npos);
   CHECK(format_error("x", error_context{.record = 1}).input().empty());
+}
+
+namespace {
+// with_context(e, c) as thrown: its class, message and context.
+template <class E>
+void check_renamed(const E& original) {
+  error_context c = original.context();
+  c.input = "train/cat/0042.jpg";
+  try {
+    std::rethrow_exception(detail::with_context(original, c));
+  } catch (const error& x) {
+    CHECK(typeid(x) == typeid(E));
+    CHECK(x.message() == original.message());
+    CHECK(x.file() == "a.h5");
+    CHECK(x.record() == 7u);
+    CHECK(x.input() == "train/cat/0042.jpg");
+    CHECK(x.context().where->line() == original.context().where->line());  // raised where it was
+  }
+}
+class callers_own_error : public error {
+ public:
+  using error::error;
+};
+}  // namespace
+
+TEST_CASE("an error named again keeps its class, message and place, whatever its class") {
+  const error_context c{.file = "a.h5", .record = 7};
+  check_renamed(io_error("short read", c));
+  check_renamed(format_error("bad header", c));
+  check_renamed(corrupt_error("bad crc", c));
+  check_renamed(unsupported_error("filter 32015", c));
+  check_renamed(library_error("H5Dread failed", c));
+  check_renamed(cuda_error("cudaMemcpyAsync failed", c));
+  check_renamed(cancelled_error("stopped", c));
+  check_renamed(config_error("batch_size 0", c));
+  check_renamed(error("plain", c));
+  // A class of the caller's own is not gpufeed's to copy: it comes back as gpufeed::error.
+  const callers_own_error own("own", c);
+  try {
+    std::rethrow_exception(detail::with_context(own, c));
+  } catch (const error& x) {
+    CHECK(typeid(x) == typeid(error));
+    CHECK(x.message() == "own");
+  }
 }

@@ -350,7 +350,27 @@ TEST_CASE("remote I/O: workers waiting on HTTP requests are named, with the requ
   // Requests that are a small part of the reads: storage or CPU stages as before.
   s.remote->read_wait_seconds = 0.1 * s.read_seconds();
   CHECK(diagnose(s, 16).stage == bottleneck::storage);
+  // Waits that are the workers' time runnable but without a core (an oversubscribed machine,
+  // as with four decoding workers, their fetch threads and the server on two cores): the cores
+  // are named, not the store.
+  s.remote->read_wait_seconds = 0.54 * s.read_seconds();
+  for (auto& w : s.workers) {
+    w.read_cpu_seconds = 0.34 * w.read_seconds;
+    w.runqueue_seconds = 0.47 * w.read_seconds;
+  }
+  const verdict starved = diagnose(s, 16);
+  MESSAGE(starved.report());
+  CHECK(starved.stage != bottleneck::remote);
+  CHECK(has(starved.suggestion, "fewer free cores than runnable threads"));
+  CHECK(has(starved.report(), "remote: 512000 requests"));  // still reported as evidence
+  for (auto& w : s.workers) w.runqueue_seconds = 0.02 * w.read_seconds;
+  CHECK(diagnose(s, 16).stage == bottleneck::remote);  // the same waits with free cores
   // A local source (no remote block): never named.
+  for (auto& w : s.workers) {
+    w.read_cpu_seconds = 0.1 * w.read_seconds;
+    w.runqueue_seconds = 0;
+  }
+  s.remote->read_wait_seconds = 0.1 * s.read_seconds();
   s.remote.reset();
   CHECK(diagnose(s, 16).stage == bottleneck::storage);
   CHECK(!has(diagnose(s, 16).report(), "remote:"));

@@ -48,6 +48,7 @@
 #include "gpufeed/cuda/detail/image_slots.hpp"
 #include "gpufeed/cuda/jpeg_decode.cuh"
 #include "gpufeed/cuda/stream.hpp"
+#include "gpufeed/detail/error_class.hpp"
 #include "gpufeed/loader.hpp"
 #include "gpufeed/source.hpp"
 
@@ -231,12 +232,7 @@ class image_loader {
       if (!x.input().empty()) return e;
       error_context c = x.context();
       c.input = std::move(input);
-      if (dynamic_cast<const corrupt_error*>(&x)) return std::make_exception_ptr(corrupt_error(x.message(), c));
-      if (dynamic_cast<const format_error*>(&x)) return std::make_exception_ptr(format_error(x.message(), c));
-      if (dynamic_cast<const unsupported_error*>(&x))
-        return std::make_exception_ptr(unsupported_error(x.message(), c));
-      if (dynamic_cast<const io_error*>(&x)) return std::make_exception_ptr(io_error(x.message(), c));
-      return std::make_exception_ptr(error(x.message(), c));
+      return gpufeed::detail::with_context(x, std::move(c));
     } catch (...) {
       return e;
     }

@@ -27,6 +27,27 @@
 
 namespace gpufeed::cuda::detail {
 
+// Copies the JPEG records of host batch `b` into `pin` (made larger, with a quarter to spare,
+// when they do not fit) and lists them there: item k is record k's bytes, named where_of(k).
+template <class Where>
+std::vector<gpufeed::detail::image::nvjpeg::batch_item> stage_jpegs(const batch& b,
+                                                                    pinned_buffer& pin,
+                                                                    Where&& where_of) {
+  const auto data = b.data();
+  if (pin.size() < data.size()) {
+    pin = pinned_buffer();  // the old one freed before the new one is made
+    pin = pinned_buffer(data.size() + data.size() / 4);
+  }
+  std::memcpy(pin.data(), data.data(), data.size());
+  const auto off = b.host_offsets();
+  std::vector<gpufeed::detail::image::nvjpeg::batch_item> items(b.size());
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    items[k].bytes = {pin.data() + off[k], static_cast<std::size_t>(off[k + 1] - off[k])};
+    items[k].where = where_of(k);
+  }
+  return items;
+}
+
 struct image_slot {
   device_buffer memory;
   void* device = nullptr;  // memory.data(): batch_size records of record_bytes
@@ -60,19 +81,7 @@ struct image_slot {
   // Copies the host batch's records into `jpegs`; item i names record i with where_of(index).
   template <class Where>
   std::vector<gpufeed::detail::image::nvjpeg::batch_item> stage(const batch& b, Where&& where_of) {
-    const auto data = b.data();
-    if (jpegs.size() < data.size()) {
-      jpegs = pinned_buffer();
-      jpegs = pinned_buffer(data.size() + data.size() / 4);
-    }
-    std::memcpy(jpegs.data(), data.data(), data.size());
-    const auto off = b.host_offsets();
-    std::vector<gpufeed::detail::image::nvjpeg::batch_item> items(b.size());
-    for (std::size_t k = 0; k < items.size(); ++k) {
-      items[k].bytes = {jpegs.data() + off[k], static_cast<std::size_t>(off[k + 1] - off[k])};
-      items[k].where = where_of(indices[k]);
-    }
-    return items;
+    return stage_jpegs(b, jpegs, [&](std::size_t k) { return where_of(indices[k]); });
   }
 
   // Leaves out (substitute = false) or replaces with the first good record (substitute = true)

@@ -22,6 +22,7 @@
 #include "gpufeed/detail/loader/slot_layout.hpp"
 #include "gpufeed/detail/loader/telemetry.hpp"
 #include "gpufeed/detail/loader/types.hpp"
+#include "gpufeed/detail/error_class.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/record_transform.hpp"
 #include "gpufeed/source.hpp"
@@ -81,9 +82,14 @@ std::string input_name_of(const S& s, std::uint64_t i) noexcept {
   return {};
 }
 
+// An E saying the record transform failed with `x` (the exception being handled, nested in it).
 template <class E>
-[[noreturn]] void throw_transform_error(const error& x, error_context c) {
-  std::throw_with_nested(E("record transform failed: " + x.message(), std::move(c)));
+std::exception_ptr nested_transform_error(const error& x, error_context c) {
+  try {
+    std::throw_with_nested(E("record transform failed: " + x.message(), std::move(c)));
+  } catch (...) {
+    return std::current_exception();
+  }
 }
 
 // What the record transform's exception `thrown` is delivered as: a gpufeed::error of the same
@@ -103,15 +109,8 @@ inline std::exception_ptr transform_failure(std::exception_ptr thrown, const std
       if (c.file.empty()) c.file = file;
       if (!c.record) c.record = record;
       if (c.input.empty()) c.input = input;
-      if (dynamic_cast<const io_error*>(&x)) throw_transform_error<io_error>(x, c);
-      if (dynamic_cast<const format_error*>(&x)) throw_transform_error<format_error>(x, c);
-      if (dynamic_cast<const corrupt_error*>(&x)) throw_transform_error<corrupt_error>(x, c);
-      if (dynamic_cast<const unsupported_error*>(&x)) throw_transform_error<unsupported_error>(x, c);
-      if (dynamic_cast<const library_error*>(&x)) throw_transform_error<library_error>(x, c);
-      if (dynamic_cast<const cuda_error*>(&x)) throw_transform_error<cuda_error>(x, c);
-      if (dynamic_cast<const cancelled_error*>(&x)) throw_transform_error<cancelled_error>(x, c);
-      if (dynamic_cast<const config_error*>(&x)) throw_transform_error<config_error>(x, c);
-      throw_transform_error<error>(x, c);
+      return with_error_class(
+          x, [&]<class E>(std::type_identity<E>) { return nested_transform_error<E>(x, c); });
     } catch (const std::exception& x) {
       std::throw_with_nested(error(std::string("record transform failed: ") + x.what(), here));
     } catch (...) {

@@ -37,10 +37,20 @@ inline std::string remote_evidence(const loader_stats& s) {
 }
 
 // Remote I/O as the bottleneck (busy workers mostly waiting on requests): the sentence and the
-// advice, or empty when the waits were not the larger part of the reads.
-inline explanation explain_remote(const loader_stats& s, double workers) {
+// advice, or empty when the waits were not the larger part of the reads. `runqueue_seconds` is
+// the workers' time runnable but waiting for a core: a request's wait includes it when the
+// machine has fewer free cores than runnable threads (the reply is there, its thread not yet
+// running), and that part is the cores' to answer for, not the store's. It is taken off the
+// request wait before the share is weighed (all of it: the scheduler does not say which part
+// fell inside requests), so an oversubscribed machine is named as such, not as slow remote I/O.
+inline explanation explain_remote(const loader_stats& s, double workers, double runqueue_seconds) {
   const double share = remote_wait_share(s);
-  if (share < remote_wait_worth_naming) return {};
+  const double read = s.read_seconds();
+  const double network_share =
+      read > 0 && s.remote
+          ? std::max(0.0, s.remote->read_wait_seconds - std::max(0.0, runqueue_seconds)) / read
+          : 0.0;
+  if (network_share < remote_wait_worth_naming) return {};
   const remote_stats& r = *s.remote;
   explanation e;
   e.sentence = fmt("Remote I/O bounds throughput: workers spent %.0f %% of their reads waiting "
