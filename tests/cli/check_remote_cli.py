@@ -139,6 +139,11 @@ def main():
                 fail("bench URL: retries or failures against a healthy server: %r" % net)
             if net["latency_p99_ms"] < net["latency_p50_ms"]:
                 fail("bench URL: p99 below p50: %r" % net)
+            # The bench's automatic order on compressed shards reads whole units: each fetched
+            # once, some ahead of their reads, never more ahead than in all.
+            if not 0 < net["unit_fetches"] <= net["requests"] or \
+                    not 0 <= net["unit_prefetches"] <= net["unit_fetches"] or net["unit_hits"] <= 0:
+                fail("bench URL: unit counts: %r" % net)
         r = run([gpufeed, "bench", base + "manifest.json", "--seconds", "1", "--workers", "1"])
         if r.returncode != 0 or "remote (each run's requests" not in r.stdout or \
                 "ranged GETs" not in r.stdout:

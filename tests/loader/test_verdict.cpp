@@ -339,13 +339,20 @@ TEST_CASE("remote I/O: workers waiting on HTTP requests are named, with the requ
   CHECK(has(v.suggestion, "raise workers"));
   CHECK(has(v.suggestion, "node-local disk"));
   CHECK(has(v.report(), "remote: 512000 requests"));
+  CHECK(!has(v.report(), "units fetched"));  // a request per record: no unit counts to show
   for (const double p : percentages(v.report())) CHECK(p <= 100.0);
 
-  // In block_shuffled already: the order is not advised again.
+  // In block_shuffled already: the order is not advised again; the units fetched show, and
+  // how many the read-ahead fetched before a read asked.
   s.order = "block_shuffled";
+  s.remote->unit_fetches = 115;
+  s.remote->unit_prefetches = 100;
+  s.remote->unit_hits = 90'000;
   const verdict b = diagnose(s, 16);
   CHECK(b.stage == bottleneck::remote);
   CHECK(!has(b.suggestion, "block_shuffled"));
+  CHECK(has(b.report(), "115 units fetched, 100 of them ahead of their reads, 90000 reads from a "
+                        "unit held"));
 
   // Requests that are a small part of the reads: storage or CPU stages as before.
   s.remote->read_wait_seconds = 0.1 * s.read_seconds();

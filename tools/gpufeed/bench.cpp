@@ -89,6 +89,8 @@ struct remote_run {
   bool remote = false;
   std::uint64_t requests = 0, fetched = 0, retries = 0, failures = 0;
   double p50_ms = 0, p99_ms = 0;
+  // Whole units fetched, of those fetched ahead of their reads, and reads served from a held unit.
+  std::uint64_t unit_fetches = 0, unit_prefetches = 0, unit_hits = 0;
 };
 
 struct sweep_point {
@@ -119,7 +121,7 @@ sweep_point run_point(const Source& src, const feed_settings& s, bool remote) {
       p.r = run_feed(src, s);
       const remote_stats d = since(src.remote_stats(), before);
       p.net = {true, d.requests, d.bytes_fetched, d.retries, d.failures, latency_quantile_ms(d, 0.5),
-               latency_quantile_ms(d, 0.99)};
+               latency_quantile_ms(d, 0.99), d.unit_fetches, d.unit_prefetches, d.unit_hits};
       return p;
     }
 #endif
@@ -310,7 +312,10 @@ void run_bench(const Source& src, const bench_args& a, const std::vector<std::fi
                                  {"latency_p50_ms", p.net.p50_ms},
                                  {"latency_p99_ms", p.net.p99_ms},
                                  {"retries", p.net.retries},
-                                 {"failures", p.net.failures}};
+                                 {"failures", p.net.failures},
+                                 {"unit_fetches", p.net.unit_fetches},
+                                 {"unit_prefetches", p.net.unit_prefetches},
+                                 {"unit_hits", p.net.unit_hits}};
     }
     j["loader"] = runs;
     j["best"] = best;

@@ -33,7 +33,12 @@ inline std::string remote_evidence(const loader_stats& s) {
          fmt(", p99 %.1f ms", r.latency_p99_us() / 1e3) +
          fmt("; %.0f retries, ", static_cast<double>(r.retries)) +
          fmt("%.0f failures; workers waited on requests ", static_cast<double>(r.failures)) +
-         fmt("%.1f %% of their read time", 100 * remote_wait_share(s));
+         fmt("%.1f %% of their read time", 100 * remote_wait_share(s)) +
+         (r.unit_fetches ? fmt("; %.0f units fetched, ", static_cast<double>(r.unit_fetches)) +
+                               fmt("%.0f of them ahead of their reads, ",
+                                   static_cast<double>(r.unit_prefetches)) +
+                               fmt("%.0f reads from a unit held", static_cast<double>(r.unit_hits))
+                         : std::string());
 }
 
 // Remote I/O as the bottleneck (busy workers mostly waiting on requests): the sentence and the
