@@ -124,12 +124,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, fmt, *args):  # quiet: the test's output is the client's
         pass
 
-    def send_plain(self, status, body=b"", headers=()):
+    def send_head(self, status, headers, length):
+        """The status line, the headers and a Content-Length of `length`."""
         self.send_response(status)
         for k, v in headers:
             self.send_header(k, v)
-        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Content-Length", str(length))
         self.end_headers()
+
+    def send_plain(self, status, body=b"", headers=()):
+        self.send_head(status, headers, len(body))
         if self.command != "HEAD":
             self.wfile.write(body)
 
@@ -192,11 +196,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if fault == "long_body":
                 body += b"\0"
                 length += 1
-            self.send_response(206)
-            for k, v in headers:
-                self.send_header(k, v)
-            self.send_header("Content-Length", str(length))
-            self.end_headers()
+            self.send_head(206, headers, length)
             if fault == "long_body":
                 return self.wfile.write(body)
             self.wfile.write(body[:len(body) // 2])
@@ -219,11 +219,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def send_file(self, status, path, offset, n, changed, headers):
         """Answers status with n bytes of the file from offset: only those are read (sendfile
         where the bytes go as they are), so a ranged GET costs its range, not its file."""
-        self.send_response(status)
-        for k, v in headers:
-            self.send_header(k, v)
-        self.send_header("Content-Length", str(n))
-        self.end_headers()
+        self.send_head(status, headers, n)
         if self.command == "HEAD":
             return
         if changed:
