@@ -3,7 +3,9 @@
 // access log counting the requests: epoch 2 through the loader makes no request when the budget
 // holds the shards, every record once with the local shard's bytes in block_shuffled order; a
 // later source over the same directory asks only to open the objects; a budget smaller than the
-// shards stays within it on disk, and the shard that fits is read again with no request; cached
+// shards stays within it on disk, the shard that fits is read again with no request, and it stays
+// through block_shuffled epochs over both shards, each making fewer requests than without the
+// cache (nothing evicted for the data being read); cached
 // blocks damaged on disk are fetched again, never delivered; an object replaced on the server is
 // read anew, never from its old blocks; two processes reading the same URLs through one
 // directory both get the bytes.
@@ -179,9 +181,30 @@ TEST_CASE("remote cache: a budget smaller than the shards holds on disk and save
   CHECK(again == 0);  // the part that fits is read from the cache
   CHECK(differing(remote, local) == 0);
   CHECK(s.bytes_on_disk() <= budget);
-  check_epoch(remote, local, sample_order::block_shuffled);
-  CHECK(s.bytes_on_disk() <= budget);
-  CHECK(served::stats(o).evictions > 0);
+  // block_shuffled epochs over more data than the budget: the blocks that fit stay (none evicted
+  // for another of the data being read), so each epoch after the first makes fewer requests than
+  // an epoch without the cache, and the first shard is still read with none.
+  std::size_t uncached_epoch = 0, cached_epochs[3] = {};
+  {
+    const hdf5_source plain(s.urls());
+    const std::size_t before = s.requests();
+    check_epoch(plain, local, sample_order::block_shuffled, 32, 7);
+    uncached_epoch = s.requests() - before;
+  }
+  for (std::uint64_t e = 0; e < 3; ++e) {
+    const std::size_t before = s.requests();
+    check_epoch(remote, local, sample_order::block_shuffled, 32, e);
+    cached_epochs[e] = s.requests() - before;
+    CHECK(s.bytes_on_disk() <= budget);
+  }
+  MESSAGE("block_shuffled epochs: " << uncached_epoch << " requests uncached; through the cache "
+                                    << cached_epochs[0] << ", " << cached_epochs[1] << ", "
+                                    << cached_epochs[2]);
+  CHECK(served::stats(o).evictions == 0);
+  CHECK(served::stats(o).declined > 0);
+  CHECK(cached_epochs[1] < uncached_epoch);
+  CHECK(cached_epochs[2] < uncached_epoch);
+  CHECK(read_first_shard(remote) == 0);
 }
 
 TEST_CASE("remote cache: damaged blocks are fetched again, an object replaced is read anew") {

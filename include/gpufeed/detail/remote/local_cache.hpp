@@ -16,6 +16,9 @@
 // torn block fails its checksum.
 // Failures of the cache itself (a full disk, a file removed by hand) never fail a read: the
 // bytes come from the remote object instead and store_failures counts the writes lost.
+//
+// Eviction: least recently used first, but never a block of an object this process is reading;
+// once those fill the budget, new blocks are declined (local_cache_admission.hpp says why).
 #pragma once
 
 #include <fcntl.h>
@@ -39,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "gpufeed/detail/remote/local_cache_admission.hpp"
 #include "gpufeed/detail/remote/local_cache_block.hpp"
 #include "gpufeed/detail/remote/local_cache_config.hpp"
 #include "gpufeed/detail/remote/local_cache_handles.hpp"
@@ -159,9 +163,11 @@ class local_cache {
     }
   }
 
-  // Stores block `block` (its bytes `data`) of the object, making room first; a failure to
-  // write counts in store_failures and is otherwise ignored (the bytes were delivered anyway).
-  void store(const cache_key& key, std::uint64_t block, std::uint64_t object_size,
+  // Stores block `block` (its bytes `data`) of the object, making room first: true when it is
+  // stored (or another process stored it meanwhile). False when blocks of objects being read
+  // fill the budget (declined: counted, and admits() is false for a while) or the write failed
+  // (store_failures); the bytes were delivered anyway.
+  bool store(const cache_key& key, std::uint64_t block, std::uint64_t object_size,
              std::span<const std::byte> data) noexcept {
     std::filesystem::path tmp;
     try {
@@ -178,11 +184,19 @@ class local_cache {
       struct stat st {};
       if (::stat(path.c_str(), &st) == 0) {  // another process stored it meanwhile
         (void)::unlink(tmp.c_str());
-        return;
+        return true;
       }
       std::vector<std::filesystem::path> evicted;
-      const std::uint64_t used = index_.make_room(h, image.size(), &evicted);
+      const std::uint64_t used = index_.make_room(
+          h, image.size(), &evicted,
+          [this](const std::filesystem::path& folder) { return admission_.kept(folder.native()); });
       for (const auto& e : evicted) handles_.forget(e.native());
+      if (used + image.size() > config_.max_bytes) {
+        (void)::unlink(tmp.c_str());
+        counters_.add(cache_counters::declined);
+        admission_.declined();
+        return false;
+      }
       std::error_code ec;
       std::filesystem::create_directories(path.parent_path(), ec);
       index_.set_usage(h, used + image.size());  // before the block is visible: see the index
@@ -190,8 +204,23 @@ class local_cache {
         index_.set_usage(h, used);
         return failed(tmp);
       }
+      admission_.stored();
+      return true;
     } catch (...) {
-      failed(tmp);
+      return failed(tmp);
+    }
+  }
+
+  // Whether a block fetched now may be stored (cache_admission::admits): readers fetch only the
+  // bytes they need while it is false.
+  [[nodiscard]] bool admits() const noexcept { return admission_.admits(); }
+  // Marks the object `key` names as being read by one more reader of this process (undone by
+  // done_reading): its blocks are never evicted by this process's stores.
+  void reading(const cache_key& key) { admission_.reading(version_folder(key)); }
+  void done_reading(const cache_key& key) noexcept {
+    try {
+      admission_.done_reading(version_folder(key));
+    } catch (...) {  // no memory for the name: the object stays kept while this cache lives
     }
   }
 
@@ -202,9 +231,13 @@ class local_cache {
   }
 
  private:
-  void failed(const std::filesystem::path& tmp) noexcept {
+  bool failed(const std::filesystem::path& tmp) noexcept {
     if (!tmp.empty()) (void)::unlink(tmp.c_str());
     counters_.add(cache_counters::store_failures);
+    return false;
+  }
+  [[nodiscard]] std::string version_folder(const cache_key& key) const {
+    return objects_ + '/' + key.url + '/' + key.version;
   }
   // A block that failed a check: closed, dropped (when its name is still this file), counted.
   found damaged(const std::string& path, const open_block& b) const noexcept {
@@ -282,6 +315,7 @@ class local_cache {
   std::string kib_suffix_ = std::to_string(config_.block_bytes >> 10) + "k.c2.blk";
   mutable open_blocks handles_{64};
   std::atomic<std::uint64_t> next_tmp_{0};
+  cache_admission admission_;
 };
 
 // The process's one local_cache for c.directory (every shard read through it shares its

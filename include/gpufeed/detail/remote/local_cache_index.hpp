@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <system_error>
@@ -51,6 +52,7 @@ struct cache_stats {
   std::uint64_t evicted_bytes = 0;
   std::uint64_t invalidated = 0;  // blocks dropped because their object changed (new ETag/size)
   std::uint64_t store_failures = 0;  // blocks that could not be written (the read still served)
+  std::uint64_t declined = 0;  // blocks not stored: the budget is full of blocks being read
 
   // Adds another source's counters (a source's stats summed over its shards).
   cache_stats& operator+=(const cache_stats& o) noexcept {
@@ -63,6 +65,7 @@ struct cache_stats {
     evicted_bytes += o.evicted_bytes;
     invalidated += o.invalidated;
     store_failures += o.store_failures;
+    declined += o.declined;
     return *this;
   }
 };
@@ -70,12 +73,12 @@ struct cache_stats {
 class cache_counters {
  public:
   enum field : unsigned { hits, misses, bytes_local, bytes_fetched, corrupt, evictions,
-                          evicted_bytes, invalidated, store_failures, count_ };
+                          evicted_bytes, invalidated, store_failures, declined, count_ };
   void add(field f, std::uint64_t n = 1) noexcept { v_[f].fetch_add(n, std::memory_order_relaxed); }
   [[nodiscard]] cache_stats snapshot() const noexcept {
     auto g = [&](field f) { return v_[f].load(std::memory_order_relaxed); };
     return {g(hits), g(misses), g(bytes_local), g(bytes_fetched), g(corrupt), g(evictions),
-            g(evicted_bytes), g(invalidated), g(store_failures)};
+            g(evicted_bytes), g(invalidated), g(store_failures), g(declined)};
   }
 
  private:
@@ -145,10 +148,13 @@ class cache_index {
   // Makes room for `incoming` bytes (under the lock): when the count says they do not fit,
   // scans the blocks and removes the least recently used until the cache holds at most nine
   // tenths of the budget less `incoming` (a margin, so a full cache scans once per tenth of its
-  // budget written, not once per block). Returns the new count, `incoming` not included; adds
-  // the files removed to `evicted` when given.
-  std::uint64_t make_room(const held& h, std::uint64_t incoming,
-                          std::vector<std::filesystem::path>* evicted = nullptr) const noexcept {
+  // budget written, not once per block). Blocks whose version folder `keep` names are never
+  // removed (the objects this process reads: local_cache_admission.hpp says why). Returns the
+  // new count, `incoming` not included (more than the budget allows when kept blocks fill it);
+  // adds the files removed to `evicted` when given.
+  std::uint64_t make_room(
+      const held& h, std::uint64_t incoming, std::vector<std::filesystem::path>* evicted = nullptr,
+      const std::function<bool(const std::filesystem::path&)>& keep = {}) const noexcept {
     std::uint64_t used = usage(h);
     if (used + incoming <= max_) return used;
     listing l = scan();
@@ -160,6 +166,7 @@ class cache_index {
     used = l.total;
     for (const block_file& b : l.blocks) {
       if (used <= target) break;
+      if (keep && keep(b.path.parent_path())) continue;
       if (::unlink(b.path.c_str()) != 0) continue;
       used -= b.bytes;
       if (evicted) try {

@@ -9,6 +9,12 @@
 // at once wait for one fetch rather than each making their own. Processes sharing the cache
 // directory may fetch a block twice at once; one stored copy remains.
 //
+// While the cache declines new blocks (local_cache::admits: its budget is full of blocks being
+// read, the object's own among them), a read the cache cannot serve is read from the object as
+// asked, with one request up to the first later block the cache holds: no whole blocks fetched
+// that would not be kept. The source marks its object as being read for its lifetime, so the
+// cache never evicts the object's blocks to store others of the data being read.
+//
 // A block that fails its checksum is dropped and fetched again (cache_stats::corrupt). A failed
 // fetch is the object's failure, reported as the object reported it (the http_file's api text:
 // the request and what happened). size(), name(), close() and reopen() are the object's.
@@ -45,10 +51,11 @@ class local_cache_source final : public io::byte_source {
         key_(make_cache_key(cache_key_url(url), validator, object_->size())),
         block_(cache_->config().block_bytes) {
     cache_->forget_other_versions(key_);
+    cache_->reading(key_);
   }
   local_cache_source(const local_cache_source&) = delete;
   local_cache_source& operator=(const local_cache_source&) = delete;
-  ~local_cache_source() override = default;
+  ~local_cache_source() override { cache_->done_reading(key_); }
 
   [[nodiscard]] std::uint64_t size() const noexcept override { return object_->size(); }
   [[nodiscard]] const std::string& name() const noexcept override { return object_->name(); }
@@ -102,6 +109,7 @@ class local_cache_source final : public io::byte_source {
     const std::uint64_t start = block * block_;
     const auto length = static_cast<std::uint32_t>(std::min<std::uint64_t>(block_, total - start));
     const auto at = static_cast<std::size_t>(offset - start);
+    const std::size_t n_asked = static_cast<std::size_t>(std::min<std::uint64_t>(n, total - offset));
     n = std::min<std::size_t>(n, length - at);
     switch (cache_->read(key_, block, total, length, at, dst, n)) {
       case local_cache::found::hit:
@@ -114,6 +122,7 @@ class local_cache_source final : public io::byte_source {
       case local_cache::found::absent:
         break;
     }
+    if (!cache_->admits()) return read_uncached(dst, n_asked, offset);
     return fetch(block, length, at, dst, n);
   }
   [[nodiscard]] const char* api(bool /*scatter*/) const noexcept override {
@@ -130,6 +139,33 @@ class local_cache_source final : public io::byte_source {
     io::read_outcome outcome;
     std::string why;  // the object's api text when the fetch failed
   };
+
+  // Reads [offset, offset + n) from the object itself, up to the first later block the cache
+  // holds (those are read from it next): one request, nothing stored.
+  io::read_attempt read_uncached(void* dst, std::size_t n, std::uint64_t offset) const noexcept {
+    const std::uint64_t total = object_->size();
+    std::uint64_t end = offset + n;
+    for (std::uint64_t next = (offset / block_ + 1) * block_; next < end; next += block_)
+      if (cache_->holds(key_, total, next, 1)) {
+        end = next;
+        break;
+      }
+    const auto want = static_cast<std::size_t>(end - offset);
+    const io::read_outcome o = object_->try_read(dst, want, offset);
+    const std::size_t got =
+        o.ok() ? want
+               : o.why == io::read_outcome::stop::ended ? static_cast<std::size_t>(o.at - offset) : 0;
+    if (got > 0) {
+      counters_.add(cache_counters::misses);
+      counters_.add(cache_counters::bytes_fetched, got);
+      cache_->count_fetch(got);
+    }
+    if (o.ok() || o.why == io::read_outcome::stop::ended) return {got, 0};
+    last_failure.source = this;
+    std::snprintf(last_failure.text, sizeof last_failure.text, "%s",
+                  o.api && *o.api ? o.api : "remote cache: reading the object failed");
+    return {0, o.err ? o.err : EIO};
+  }
 
   io::read_attempt fetch(std::uint64_t block, std::uint32_t length, std::size_t at, void* dst,
                          std::size_t n) const noexcept {
