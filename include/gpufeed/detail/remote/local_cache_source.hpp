@@ -152,19 +152,26 @@ class local_cache_source final : public io::byte_source {
       }
     const auto want = static_cast<std::size_t>(end - offset);
     const io::read_outcome o = object_->try_read(dst, want, offset);
-    const std::size_t got =
-        o.ok() ? want
-               : o.why == io::read_outcome::stop::ended ? static_cast<std::size_t>(o.at - offset) : 0;
-    if (got > 0) {
-      counters_.add(cache_counters::misses);
-      counters_.add(cache_counters::bytes_fetched, got);
-      cache_->count_fetch(got);
-    }
-    if (o.ok() || o.why == io::read_outcome::stop::ended) return {got, 0};
+    if (!o.ok() && o.why != io::read_outcome::stop::ended)
+      return failed(o.api, "remote cache: reading the object failed", o.err);
+    const std::size_t got = o.ok() ? want : static_cast<std::size_t>(o.at - offset);
+    if (got > 0) count_fetched(got);
+    return {got, 0};
+  }
+
+  // Bytes fetched from the object: counted in this source's stats and in the cache's.
+  void count_fetched(std::uint64_t bytes) const noexcept {
+    counters_.add(cache_counters::misses);
+    counters_.add(cache_counters::bytes_fetched, bytes);
+    cache_->count_fetch(bytes);
+  }
+  // A read of the object failed: its api text (`fallback` when it has none) kept for api(),
+  // and its error number.
+  io::read_attempt failed(const char* why, const char* fallback, int err) const noexcept {
     last_failure.source = this;
     std::snprintf(last_failure.text, sizeof last_failure.text, "%s",
-                  o.api && *o.api ? o.api : "remote cache: reading the object failed");
-    return {0, o.err ? o.err : EIO};
+                  why && *why ? why : fallback);
+    return {0, err ? err : EIO};
   }
 
   io::read_attempt fetch(std::uint64_t block, std::uint32_t length, std::size_t at, void* dst,
@@ -196,9 +203,7 @@ class local_cache_source final : public io::byte_source {
         o = {io::read_outcome::stop::failed, ENOMEM, "", block * block_};
       }
       if (o.ok() && !stored) {
-        counters_.add(cache_counters::misses);
-        counters_.add(cache_counters::bytes_fetched, length);
-        cache_->count_fetch(length);
+        count_fetched(length);
         cache_->store(key_, block, object_->size(), p->bytes);
       }
       {
@@ -227,10 +232,7 @@ class local_cache_source final : public io::byte_source {
       }
       return {0, 0};
     }
-    last_failure.source = this;
-    std::snprintf(last_failure.text, sizeof last_failure.text, "%s",
-                  p->why.empty() ? "remote cache: fetching a block failed" : p->why.c_str());
-    return {0, o.err ? o.err : EIO};
+    return failed(p->why.c_str(), "remote cache: fetching a block failed", o.err);
   }
 
   std::unique_ptr<io::byte_source> object_;
